@@ -1,0 +1,45 @@
+# Night Watch Memory — everything the project needs is installed from here.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test install migrate demo worker beat bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+migrate: install
+	$(PY) manage.py migrate --noinput
+
+demo: migrate
+	$(PY) manage.py seed_demo
+
+run: demo
+	$(PY) manage.py demo_login
+	@echo "Serving Night Watch Memory on http://$(HOST):$(PORT)/"
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+worker: install
+	$(VENV)/bin/celery -A nightwatch worker --loglevel=info
+
+beat: install
+	$(VENV)/bin/celery -A nightwatch beat --loglevel=info
+
+bench: install
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) db.sqlite3 staticfiles test-artifacts

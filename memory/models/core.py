@@ -1,0 +1,362 @@
+"""Memory, lessons, their references and the change history every mutation writes."""
+
+import hashlib
+import re
+import unicodedata
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Tier(models.TextChoices):
+    CORE = "core", "Core"
+    WORKING = "working", "Working"
+
+
+class Category(models.TextChoices):
+    PATTERN = "PATTERN", "Pattern"
+    DECISION = "DECISION", "Decision"
+    ARCHITECTURE = "ARCHITECTURE", "Architecture"
+    OBSERVATION = "OBSERVATION", "Observation"
+    HYPOTHESIS = "HYPOTHESIS", "Hypothesis"
+    TODO = "TODO", "To do"
+
+
+CORE_CATEGORIES = ("PATTERN", "DECISION", "ARCHITECTURE")
+ALL_CATEGORIES = tuple(Category.values)
+
+
+class Relevance(models.TextChoices):
+    LOW = "low", "Low"
+    MEDIUM = "medium", "Medium"
+    HIGH = "high", "High"
+    CRITICAL = "critical", "Critical"
+
+
+class LessonStatus(models.TextChoices):
+    ACTIVE = "active", "Active"
+    PROMOTED = "promoted", "Promoted"
+    SUPERSEDED = "superseded", "Superseded"
+    DELETED = "deleted", "Deleted"
+
+
+_WS = re.compile(r"\s+")
+
+
+def normalize_text(text):
+    """The form two lessons must share to count as the same words (case, spacing, trailing dot)."""
+    text = unicodedata.normalize("NFKC", text or "")
+    return _WS.sub(" ", text).strip().rstrip(".").casefold()
+
+
+def content_hash(text):
+    return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()
+
+
+class Memory(models.Model):
+    """One persona's memory of one project."""
+
+    persona = models.ForeignKey("personas.Persona", on_delete=models.CASCADE, related_name="memories")
+    project = models.ForeignKey("personas.Project", on_delete=models.CASCADE, related_name="memories")
+    core_char_budget = models.PositiveIntegerField(default=4000)
+    working_char_budget = models.PositiveIntegerField(default=8000)
+    max_working_lines = models.PositiveIntegerField(default=150)
+    compaction_target_lines = models.PositiveIntegerField(default=60)
+    promotion_threshold = models.PositiveIntegerField(default=3)
+    reflections_to_core = models.BooleanField(
+        default=False, help_text="Let pipeline reflections go straight to core instead of the promotion inbox."
+    )
+    version = models.PositiveBigIntegerField(default=0, help_text="Bumped by every mutation of this memory's lessons.")
+    last_reflected_at = models.DateTimeField(null=True, blank=True)
+    last_compacted_at = models.DateTimeField(null=True, blank=True)
+    last_refined_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "memories"
+        ordering = ["persona__name", "project__name"]
+        permissions = [
+            ("curate_memory", "Can edit, protect, delete, restore and revert lessons"),
+            ("approve_memory", "Can approve promotions, apply compactions and edit refinement prompts"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["persona", "project"], name="memory_unique_persona_project"),
+        ]
+
+    def __str__(self):
+        return f"{self.persona} × {self.project}"
+
+
+class LessonQuerySet(models.QuerySet):
+    def active(self):
+        return self.filter(status=LessonStatus.ACTIVE)
+
+    def core(self):
+        return self.filter(tier=Tier.CORE)
+
+    def working(self):
+        return self.filter(tier=Tier.WORKING)
+
+    def touching_path(self, path):
+        """Lessons with a ref at `path`, or under it when `path` is a folder (ends with '/')."""
+        path = path.strip().lstrip("./")
+        if path.endswith("/"):
+            return self.filter(refs__path__startswith=path).distinct()
+        return self.filter(models.Q(refs__path=path) | models.Q(refs__path__startswith=path + "/")).distinct()
+
+
+class Lesson(models.Model):
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="lessons")
+    tier = models.CharField(max_length=10, choices=Tier.choices, default=Tier.WORKING)
+    # Blank category: an untagged v1 bullet, or an unparsed line kept verbatim.
+    category = models.CharField(max_length=20, choices=Category.choices, blank=True)
+    text = models.TextField()
+    relevance = models.CharField(max_length=10, choices=Relevance.choices, default=Relevance.MEDIUM)
+    protected = models.BooleanField(default=False)
+    status = models.CharField(max_length=12, choices=LessonStatus.choices, default=LessonStatus.ACTIVE)
+    lesson_date = models.DateField(default=timezone.localdate)
+    # Lessons appended together (one reflection, one dated section of working.md) share a section.
+    section = models.PositiveIntegerField(default=0)
+    # A line the file importer could not parse is kept verbatim here and written back unchanged.
+    unparsed = models.BooleanField(default=False)
+    raw_line = models.TextField(blank=True)
+    vague = models.BooleanField(default=False, help_text="Flagged by reflection parsing: no file, symbol or number.")
+    content_hash = models.CharField(max_length=64, db_index=True)
+
+    # Provenance
+    interaction = models.ForeignKey(
+        "memory.Interaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="lessons"
+    )
+    derived_from = models.ManyToManyField(
+        "self", symmetrical=False, blank=True, related_name="derivatives",
+        help_text="Lessons this one was promoted, merged or reflected from.",
+    )
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
+    )
+    source_entry_ids = models.JSONField(default=list, blank=True)
+    observed_at = models.DateTimeField(null=True, blank=True)
+
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = LessonQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["memory", "status", "tier"], name="lesson_memory_status_tier"),
+            models.Index(fields=["memory", "content_hash"], name="lesson_memory_hash"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(category__in=["", *ALL_CATEGORIES]), name="lesson_category_valid"
+            ),
+            models.CheckConstraint(condition=models.Q(tier__in=["core", "working"]), name="lesson_tier_valid"),
+            models.CheckConstraint(
+                condition=models.Q(tier="working") | models.Q(category__in=CORE_CATEGORIES) | models.Q(unparsed=True),
+                name="lesson_core_category",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(relevance__in=["low", "medium", "high", "critical"]), name="lesson_relevance_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(status__in=["active", "promoted", "superseded", "deleted"]),
+                name="lesson_status_valid",
+            ),
+        ]
+
+    def __str__(self):
+        return f"[{self.category or '-'}] {self.text[:60]}"
+
+    def save(self, *args, **kwargs):
+        self.content_hash = content_hash(self.text)
+        super().save(*args, **kwargs)
+
+    @property
+    def is_must_keep(self):
+        """Protected and critical lessons are never the ones a budget cuts."""
+        return self.protected or self.relevance == Relevance.CRITICAL
+
+
+class LessonRef(models.Model):
+    lesson = models.ForeignKey(Lesson, on_delete=models.CASCADE, related_name="refs")
+    path = models.CharField(max_length=500, db_index=True)
+    start_line = models.PositiveIntegerField(null=True, blank=True)
+    end_line = models.PositiveIntegerField(null=True, blank=True)
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["lesson_id", "position", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(end_line__isnull=True)
+                | (models.Q(start_line__isnull=False) & models.Q(end_line__gte=models.F("start_line"))),
+                name="ref_line_range_valid",
+            ),
+        ]
+
+    def __str__(self):
+        return self.as_text()
+
+    def as_text(self):
+        if self.start_line is None:
+            return self.path
+        if self.end_line is None or self.end_line == self.start_line:
+            return f"{self.path}#L{self.start_line}"
+        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+
+
+class LessonConfirmation(models.Model):
+    """The same lesson seen again: counted towards promotion instead of stored twice."""
+
+    lesson = models.ForeignKey(Lesson, on_delete=models.CASCADE, related_name="confirmations")
+    confirmed_on = models.DateField(default=timezone.localdate)
+    interaction = models.ForeignKey("memory.Interaction", null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["confirmed_on", "id"]
+
+
+class ActorType(models.TextChoices):
+    USER = "user", "User"
+    AGENT = "agent", "Agent"
+    JOB = "job", "Job"
+    SYSTEM = "system", "System"
+
+
+class ChangeBatch(models.Model):
+    """Everything one action did (an import, a reflection, a job run, an approval): revertible as one unit."""
+
+    class Kind(models.TextChoices):
+        MANUAL = "manual", "Manual edit"
+        IMPORT = "import", "Import"
+        REFLECTION = "reflection", "Reflection"
+        AGENT = "agent", "Agent write"
+        PROMOTION = "promotion", "Promotion"
+        COMPACTION = "compaction", "Compaction"
+        REFINEMENT = "refinement", "Refinement"
+        PIPELINE = "pipeline", "Observation pipeline"
+        REVERT = "revert", "Revert"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="batches")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    label = models.CharField(max_length=300, blank=True)
+    reason = models.TextField(blank=True)
+    actor_type = models.CharField(max_length=10, choices=ActorType.choices)
+    actor_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    actor_label = models.CharField(max_length=200, blank=True, help_text="Agent token name or job run.")
+    created_at = models.DateTimeField(default=timezone.now)
+    reverted_by = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reverts"
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "change batches"
+
+    def __str__(self):
+        return f"{self.get_kind_display()} #{self.pk}"
+
+    @property
+    def actor_display(self):
+        if self.actor_user_id:
+            return self.actor_user.get_username()
+        return self.actor_label or self.get_actor_type_display()
+
+
+class Change(models.Model):
+    """One mutation of one lesson, with the lesson's state before and after."""
+
+    class Action(models.TextChoices):
+        CREATE = "create", "Created"
+        UPDATE = "update", "Edited"
+        DELETE = "delete", "Deleted"
+        RESTORE = "restore", "Restored"
+        PROTECT = "protect", "Protected"
+        UNPROTECT = "unprotect", "Unprotected"
+        PROMOTE = "promote", "Promoted"
+        SUPERSEDE = "supersede", "Superseded"
+        CONFIRM = "confirm", "Confirmed"
+        REVERT = "revert", "Reverted"
+
+    batch = models.ForeignKey(ChangeBatch, on_delete=models.CASCADE, related_name="changes")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="changes")
+    lesson = models.ForeignKey(Lesson, on_delete=models.CASCADE, related_name="changes")
+    action = models.CharField(max_length=12, choices=Action.choices)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    reverted_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reverts"
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["lesson", "-id"], name="change_lesson_recent")]
+
+    def __str__(self):
+        return f"{self.get_action_display()} lesson {self.lesson_id}"
+
+
+class Interaction(models.Model):
+    """What happened in one agent interaction: the input of reflection and of the observer."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        REFLECTED = "reflected", "Reflected"
+        FAILED = "failed", "Failed"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="interactions")
+    trigger_type = models.CharField(max_length=50)
+    outcome = models.CharField(max_length=200, blank=True)
+    summary = models.TextField()
+    files_changed = models.JSONField(default=list, blank=True)
+    transcript = models.JSONField(default=list, blank=True, help_text="Source entries: [{id, role, at, text}].")
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    error = models.TextField(blank=True)
+    agent_token = models.ForeignKey("memory.AgentToken", null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+    reflected_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"{self.trigger_type}: {self.summary[:60]}"
+
+
+class AgentToken(models.Model):
+    """A bearer token for one persona (optionally one project). Stored as a hash only."""
+
+    persona = models.ForeignKey("personas.Persona", on_delete=models.CASCADE, related_name="tokens")
+    project = models.ForeignKey("personas.Project", null=True, blank=True, on_delete=models.CASCADE)
+    name = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(max_length=12, help_text="The first characters, to recognise a token.")
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"{self.prefix}… ({self.persona})"
+
+
+class LLMCall(models.Model):
+    persona = models.ForeignKey("personas.Persona", null=True, blank=True, on_delete=models.SET_NULL)
+    memory = models.ForeignKey(Memory, null=True, blank=True, on_delete=models.SET_NULL)
+    purpose = models.CharField(max_length=50)
+    provider = models.CharField(max_length=20)
+    model_name = models.CharField(max_length=100, blank=True)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    outcome = models.CharField(max_length=20, default="ok")
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "LLM call"

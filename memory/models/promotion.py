@@ -1,0 +1,1 @@
+"""Models of this feature; re-exported from memory.models."""

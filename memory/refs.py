@@ -1,0 +1,55 @@
+"""Code references: `path/to/file.ts#L42-L45`, `path#L42` or a bare `path`."""
+
+import re
+from dataclasses import dataclass
+
+from django.core.exceptions import ValidationError
+
+_REF = re.compile(r"^(?P<path>[^\s#()]+?)(?:#L(?P<start>\d+)(?:-L?(?P<end>\d+))?)?$")
+MAX_REF_PATH = 500
+
+
+@dataclass(frozen=True)
+class Ref:
+    path: str
+    start_line: int | None = None
+    end_line: int | None = None
+
+    def as_text(self):
+        if self.start_line is None:
+            return self.path
+        if self.end_line is None or self.end_line == self.start_line:
+            return f"{self.path}#L{self.start_line}"
+        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+
+
+def parse_ref(text):
+    """Parse one reference; raises ValidationError naming what is wrong."""
+    raw = text.strip().strip("`")
+    match = _REF.match(raw)
+    if not match:
+        raise ValidationError(f"{text!r} is not a code reference like src/app.py#L10-L20")
+    path = match["path"]
+    if len(path) > MAX_REF_PATH:
+        raise ValidationError(f"reference path is longer than {MAX_REF_PATH} characters")
+    if ".." in path.split("/"):
+        raise ValidationError(f"{text!r}: a reference path may not contain '..'")
+    start = int(match["start"]) if match["start"] else None
+    end = int(match["end"]) if match["end"] else None
+    if start is not None and start < 1:
+        raise ValidationError(f"{text!r}: line numbers start at 1")
+    if end is not None and end < start:
+        raise ValidationError(f"{text!r}: the range ends before it starts")
+    if end == start:
+        end = None
+    return Ref(path=path, start_line=start, end_line=end)
+
+
+def parse_ref_list(text):
+    """Comma- or newline-separated references (the form used in `(ref: a, b)` and in edit forms)."""
+    items = [item for item in re.split(r"[,\n]", text or "") if item.strip()]
+    return [parse_ref(item) for item in items]
+
+
+def format_ref_list(refs):
+    return ", ".join(ref.as_text() for ref in refs)

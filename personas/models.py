@@ -1,0 +1,135 @@
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+# Field names follow the original Night Watch persona schema so exported souls stay compatible.
+SOUL_FIELDS = {
+    "whoIAm": str,
+    "worldview": list,
+    "opinions": dict,
+    "expertise": list,
+    "interests": list,
+    "tensions": list,
+    "boundaries": list,
+    "petPeeves": list,
+}
+STYLE_FIELDS = {
+    "voicePrinciples": str,
+    "sentenceStructure": str,
+    "tone": str,
+    "wordsUsed": list,
+    "wordsAvoided": list,
+    "emojiUsage": dict,
+    "quickReactions": dict,
+    "rhetoricalMoves": list,
+    "antiPatterns": list,
+    "goodExamples": list,
+    "badExamples": list,
+}
+SKILL_FIELDS = {
+    "modes": dict,
+    "interpolationRules": str,
+    "additionalInstructions": list,
+}
+
+
+class Provider(models.TextChoices):
+    DEFAULT = "", "Global default"
+    OFFLINE = "offline", "Offline (deterministic)"
+    ANTHROPIC = "anthropic", "Anthropic"
+    OPENAI = "openai", "OpenAI"
+
+
+class PersonaQuerySet(models.QuerySet):
+    def active(self):
+        return self.filter(archived_at__isnull=True, is_active=True)
+
+    def not_archived(self):
+        return self.filter(archived_at__isnull=True)
+
+    def get_by_name(self, name):
+        return self.get(name__iexact=name)
+
+
+class Persona(models.Model):
+    name = models.CharField(max_length=100)
+    role = models.CharField(max_length=200, blank=True)
+    avatar = models.CharField(max_length=300, blank=True, help_text="An emoji or an image URL.")
+    soul = models.JSONField(default=dict, blank=True)
+    style = models.JSONField(default=dict, blank=True)
+    skill = models.JSONField(default=dict, blank=True)
+
+    provider = models.CharField(max_length=20, choices=Provider.choices, blank=True, default="")
+    model_name = models.CharField(max_length=100, blank=True, help_text="Blank: the provider's default model.")
+    max_tokens = models.PositiveIntegerField(default=1024, validators=[MinValueValidator(1), MaxValueValidator(200_000)])
+    temperature = models.FloatField(default=0.5, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)])
+    base_url = models.URLField(blank=True, help_text="Optional API base URL (a proxy or gateway).")
+
+    system_prompt_override = models.TextField(
+        blank=True, help_text="Replaces the identity, soul, style and skill sections. Memory is still appended."
+    )
+    reflection_prompt = models.TextField(blank=True, help_text="Replaces the role-flavoured reflection framing.")
+    refinement_prompt = models.TextField(blank=True, help_text="Blank: the conservative default.")
+    refinement_threshold = models.FloatField(
+        default=0.90,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="A refinement run that leaves less than this share of the memory's mass is rolled back.",
+    )
+
+    is_active = models.BooleanField(default=True)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = PersonaQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(Lower("name"), name="persona_name_unique_ci"),
+            models.CheckConstraint(
+                condition=models.Q(provider__in=["", "offline", "anthropic", "openai"]), name="persona_provider_valid"
+            ),
+        ]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def is_archived(self):
+        return self.archived_at is not None
+
+    @property
+    def effective_provider(self):
+        return self.provider or settings.LLM_DEFAULT_PROVIDER
+
+
+class Project(models.Model):
+    slug = models.SlugField(max_length=100, unique=True, allow_unicode=True)
+    name = models.CharField(max_length=200)
+    repository_url = models.URLField(blank=True, help_text="e.g. https://github.com/org/repo")
+    repository_ref = models.CharField(max_length=200, blank=True, default="main", help_text="Branch, tag or commit.")
+    checkout_path = models.CharField(max_length=500, blank=True, help_text="Optional local checkout, to check refs.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+    def permalink(self, path, start_line=None, end_line=None):
+        """A browsable URL for a code reference, or None when the project has no repository."""
+        if not self.repository_url:
+            return None
+        base = self.repository_url.rstrip("/")
+        if base.endswith(".git"):
+            base = base[:-4]
+        url = f"{base}/blob/{self.repository_ref or 'main'}/{path.lstrip('/')}"
+        if start_line:
+            url += f"#L{start_line}"
+            if end_line and end_line != start_line:
+                url += f"-L{end_line}"
+        return url
