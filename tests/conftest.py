@@ -40,3 +40,41 @@ def on_postgres(settings):
 
 def requires_services():
     return os.environ.get("NW_REQUIRE_SERVICES") == "1"
+
+
+def _user_in_role(django_user_model, username, role):
+    from django.contrib.auth.models import Group
+
+    from memory.roles import ensure_role_groups
+
+    ensure_role_groups()
+    user = django_user_model.objects.create_user(username=username, password="pw-for-tests-1")
+    if role:
+        user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+@pytest.fixture
+def viewer(db, django_user_model):
+    return _user_in_role(django_user_model, "viewer", "viewer")
+
+
+@pytest.fixture
+def curator(db, django_user_model):
+    return _user_in_role(django_user_model, "curator", "curator")
+
+
+@pytest.fixture
+def approver(db, django_user_model):
+    return _user_in_role(django_user_model, "approver", "approver")
+
+
+@pytest.fixture
+def client_for(client):
+    """client_for(user) -> a test client logged in as that user."""
+
+    def make(user):
+        client.force_login(user)
+        return client
+
+    return make

@@ -1,0 +1,1 @@
+"""Celery tasks of this feature: thin, take ids, call one service."""
