@@ -5,6 +5,13 @@ Two kinds of work:
 - `run_tools`: a tool-calling session (refinement, observer, reflector, pruner). The engine
   drives the conversation; every tool call goes through `handler`, which is the product's code
   and enforces every rule (caps, protected lessons, invalid ids) whatever the model asks.
+
+Every call is logged as an LLMCall row by the engine's `recorder` (see recorder.py). Call engines
+outside `transaction.atomic`: a model call can take a minute, and a rolled-back transaction would
+take the log of a failed call with it.
+
+Engines: offline (default, no network), anthropic, openai (official SDKs), scripted (tests and
+demos: plays back given tool calls). `registry.get_engine(persona, memory=...)` picks one.
 """
 
 import json
@@ -92,6 +99,8 @@ OfflinePolicy = Callable[[list], list]  # (history of (ToolCall, ToolResult)) ->
 
 class Engine(Protocol):
     provider: str
+    model: str
+    recorder: Any  # memory.engines.recorder.CallRecorder
 
     def complete(self, *, system: str, prompt: str, purpose: str, max_tokens: int | None = None) -> Completion: ...
 

@@ -68,6 +68,12 @@ def recording_http_client(base_cls, engine, **kwargs):
             engine._attempts.append(Attempt(_elapsed_ms(started), response.status_code, error))
             return response
 
+        def __del__(self):
+            try:
+                self.close()
+            except Exception:
+                pass
+
     return RecordingHttpClient(**kwargs)
 
 
@@ -122,6 +128,11 @@ class SDKEngine:
     def _build_client(self, api_key):  # pragma: no cover - each adapter builds its SDK client
         raise NotImplementedError
 
+    def close(self):
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
     # -- one logged request ------------------------------------------------------------------------
 
     def _round_trip(self, purpose, ask) -> Turn:
@@ -146,6 +157,9 @@ class SDKEngine:
             message = f"{self.label} answered with a body that is not JSON: {exc}"
             self._log_attempts(purpose, started, final_error=message)
             raise EngineError(message) from exc
+        except Exception as exc:  # a bug, not a provider failure: log the call, keep the traceback
+            self._log_attempts(purpose, started, final_error=f"{type(exc).__name__}: {exc}")
+            raise
         self._log_attempts(purpose, started, turn=turn)
         return turn
 

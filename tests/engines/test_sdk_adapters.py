@@ -1,5 +1,7 @@
 """Both SDK adapters against the local fake server, over real HTTP (no SDK object is mocked)."""
 
+import socket
+
 import pytest
 
 from memory.engines.base import EngineError, MissingKeyError, Tool, ToolResult
@@ -277,3 +279,15 @@ def test_should_stop_ends_the_loop_after_the_current_call(engine_for, fake):
 
     assert len(handled) == 1 and session.stopped_by == "should_stop"
     assert len(fake.requests) == 1
+
+
+def test_unreachable_server(engine_for, provider, llm_settings):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    setattr(llm_settings, f"{provider.upper()}_BASE_URL", f"http://127.0.0.1:{port}")
+
+    with pytest.raises(EngineError, match=r"could not reach .* after 3 attempts"):
+        engine_for().complete(system="s", prompt="p", purpose="reflection")
+
+    assert LLMCall.objects.filter(outcome="error").count() == 3
