@@ -4,6 +4,8 @@ import pytest
 
 from tests.factories import MemoryFactory, PersonaFactory, ProjectFactory
 
+pytest_plugins = ["tests.fakes.plugin"]
+
 
 def pytest_collection_modifyitems(config, items):
     # On the real-services run, the PostgreSQL-only tests must run rather than skip.

@@ -360,3 +360,4 @@ class LLMCall(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         verbose_name = "LLM call"
+        indexes = [models.Index(fields=["-created_at", "-id"], name="llmcall_recent_idx")]

@@ -1,3 +1,9 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns = []
+from memory.views import llm
+
+app_name = "llm"
+
+urlpatterns = [
+    path("", llm.call_list, name="calls"),
+]

@@ -1,0 +1,42 @@
+"""The LLM call log: every model call (and offline run) with totals per persona."""
+
+from django import forms
+from django.core.paginator import Paginator
+from django.template.response import TemplateResponse
+
+from memory.engines import calls as selectors
+from memory.roles import viewer_required
+from personas.models import Persona
+
+PAGE_SIZE = 50
+
+
+class CallFilterForm(forms.Form):
+    persona = forms.ModelChoiceField(queryset=Persona.objects.order_by("name").only("id", "name"),
+                                     required=False, empty_label="All personas")
+    purpose = forms.ChoiceField(required=False)
+    outcome = forms.ChoiceField(required=False, choices=[("", "Any outcome"), ("ok", "OK"), ("error", "Error")])
+
+    def __init__(self, *args, purposes=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["purpose"].choices = [("", "All purposes")] + [(p, p) for p in purposes]
+
+
+@viewer_required
+def call_list(request):
+    purposes = selectors.llm_call_purposes()
+    form = CallFilterForm(request.GET or None, purposes=purposes)
+    filters = {}
+    if form.is_bound and form.is_valid():
+        filters = {k: v for k, v in form.cleaned_data.items() if v}
+    calls = selectors.llm_calls(**filters)
+    page = Paginator(selectors.llm_call_rows(calls), PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {
+        "form": form,
+        "filtered": bool(filters),
+        "page": page,
+        "totals": selectors.llm_call_totals_per_persona(calls),
+        "grand_total": selectors.llm_call_grand_total(calls),
+    }
+    template = "memory/llm/calls.html#results" if request.htmx else "memory/llm/calls.html"
+    return TemplateResponse(request, template, context)
