@@ -71,14 +71,33 @@ def _fingerprint(evidence):
     return hashlib.sha256(json.dumps(evidence, sort_keys=True).encode()).hexdigest()
 
 
-def _covered(evidence, existing):
-    lessons, confirmations = set(evidence["lessons"]), set(evidence["confirmations"])
-    for other in existing:
-        if lessons <= set(other.evidence.get("lessons", ())) and confirmations <= set(
-            other.evidence.get("confirmations", ())
-        ):
-            return True
-    return False
+class _Coverage:
+    """Which candidates already cover a group's evidence, found through the group's first lesson."""
+
+    def __init__(self, candidates):
+        self.by_lesson = defaultdict(list)
+        for candidate in candidates:
+            self.add(candidate)
+
+    def add(self, candidate):
+        entry = (candidate, set(candidate.evidence.get("lessons", ())), set(candidate.evidence.get("confirmations", ())))
+        for lesson_id in entry[1]:
+            self.by_lesson[lesson_id].append(entry)
+
+    def covers(self, evidence):
+        lessons, confirmations = set(evidence["lessons"]), set(evidence["confirmations"])
+        return any(
+            lessons <= covered_lessons and confirmations <= covered_confirmations
+            for candidate, covered_lessons, covered_confirmations in self.by_lesson.get(evidence["lessons"][0], ())
+            if candidate.status in COVERING_STATUSES
+        )
+
+    def overlapping(self, lesson_ids):
+        seen = {}
+        for lesson_id in lesson_ids:
+            for candidate, _, _ in self.by_lesson.get(lesson_id, ()):
+                seen[candidate.pk] = candidate
+        return list(seen.values())
 
 
 def _load_facts(memory):
@@ -124,11 +143,11 @@ def promotion_detect(*, memory, engine=None):
     """
     facts, current_hashes, _ = _load_facts(memory)
     groups = detection.detect(facts, min_dates=max(2, memory.promotion_threshold))
-    existing = [
+    coverage = _Coverage(
         c for c in PromotionCandidate.objects.filter(memory=memory, status__in=COVERING_STATUSES)
         if not (c.status == Status.PENDING and _is_stale(c, current_hashes))
-    ]
-    new_groups = [g for g in groups if not _covered(_evidence(g), existing)]
+    )
+    new_groups = [g for g in groups if not coverage.covers(_evidence(g))]
     # Word the proposals outside any transaction: a model call may take seconds.
     proposals = []
     if new_groups:
@@ -144,43 +163,53 @@ def _store_detection(memory, proposals, current_hashes, group_count):
     # One detection at a time per memory, so two runs cannot propose the same group twice.
     Memory.objects.select_for_update().filter(pk=memory.pk).first()
     result = DetectionResult(groups=group_count)
-    pending = list(PromotionCandidate.objects.filter(memory=memory, status=Status.PENDING))
     now = timezone.now()
-    for candidate in pending:
-        if _is_stale(candidate, current_hashes):
+    candidates = list(PromotionCandidate.objects.filter(memory=memory, status__in=COVERING_STATUSES))
+    for candidate in candidates:
+        if candidate.status == Status.PENDING and _is_stale(candidate, current_hashes):
             candidate.status = Status.SUPERSEDED
             candidate.decided_at = now
             candidate.reason = "Its supporting lessons changed after it was proposed."
-            candidate.save(update_fields=["status", "decided_at", "reason"])
             result.superseded.append(candidate)
-    existing = list(PromotionCandidate.objects.filter(memory=memory, status__in=COVERING_STATUSES))
+    coverage = _Coverage(candidates)
+    fresh = []
     for group, members, proposal in proposals:
         evidence = _evidence(group)
-        if _covered(evidence, existing):
+        if coverage.covers(evidence):
             continue
-        candidate = PromotionCandidate.objects.create(
-            memory=memory,
-            text=proposal.text,
-            category=proposal.category,
-            refs=[r.as_text() for r in proposal.refs],
-            evidence=evidence,
-            fingerprint=_fingerprint(evidence),
-            supporting_state={str(lesson.pk): {"hash": lesson.content_hash} for lesson, _ in members},
-            distinct_dates=group.distinct_dates,
-            engine=proposal.engine,
-            engine_note=proposal.note,
-        )
-        candidate.supporting.set([lesson for lesson, _ in members])
-        lesson_ids = set(evidence["lessons"])
-        for old in existing:
-            if old.status == Status.PENDING and lesson_ids & set(old.evidence.get("lessons", ())):
+        fresh.append((
+            PromotionCandidate(
+                memory=memory,
+                text=proposal.text,
+                category=proposal.category,
+                refs=[r.as_text() for r in proposal.refs],
+                evidence=evidence,
+                fingerprint=_fingerprint(evidence),
+                supporting_state={str(lesson.pk): {"hash": lesson.content_hash} for lesson, _ in members},
+                distinct_dates=group.distinct_dates,
+                engine=proposal.engine,
+                engine_note=proposal.note,
+                created_at=now,
+            ),
+            evidence,
+        ))
+    created = PromotionCandidate.objects.bulk_create([c for c, _ in fresh], batch_size=500)
+    if created and created[0].pk is None:  # backends that do not return ids from bulk inserts
+        created = list(PromotionCandidate.objects.filter(memory=memory, created_at=now).order_by("id"))
+    Through = PromotionCandidate.supporting.through
+    Through.objects.bulk_create(
+        [Through(promotioncandidate_id=c.pk, lesson_id=i) for c in created for i in c.evidence["lessons"]],
+        batch_size=2000,
+    )
+    for candidate in created:
+        for old in coverage.overlapping(candidate.evidence["lessons"]):
+            if old.status == Status.PENDING:
                 old.status = Status.SUPERSEDED
                 old.decided_at = now
                 old.reason = f"Replaced by candidate #{candidate.pk}, which has new evidence."
-                old.save(update_fields=["status", "decided_at", "reason"])
                 result.superseded.append(old)
-        existing = [c for c in existing if c.status != Status.SUPERSEDED] + [candidate]
-        result.created.append(candidate)
+    PromotionCandidate.objects.bulk_update(result.superseded, ["status", "decided_at", "reason"], batch_size=500)
+    result.created = created
     return result
 
 
