@@ -66,7 +66,7 @@ def _card_response(request, pk, *, error="", warning="", success=""):
         request,
         "memory/promotions/inbox.html#card-response",
         _context(request, candidate=candidate, error=error, warning=warning, success=success,
-                 pending_count=selectors.pending_count()),
+                 pending_count=selectors.pending_count(), on_detail=request.POST.get("next") == "detail"),
     )
 
 

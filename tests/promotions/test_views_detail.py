@@ -25,3 +25,11 @@ def test_detail_404_and_login(client, client_for, viewer):
     url = reverse("promotions:detail", args=[424242])
     assert client.get(url).status_code == 302
     assert client_for(viewer).get(url).status_code == 404
+
+
+def test_decision_from_the_detail_page_returns_there(client_for, approver, candidate):
+    client = client_for(approver)
+    page = client.get(reverse("promotions:detail", args=[candidate.pk])).content.decode()
+    assert 'name="next" value="detail"' in page
+    response = client.post(reverse("promotions:reject", args=[candidate.pk]), {"reason": "dup", "next": "detail"})
+    assert response["Location"] == reverse("promotions:detail", args=[candidate.pk])
