@@ -83,7 +83,7 @@ def measure():
     seed_lessons(memory)
 
     t0 = time.perf_counter()
-    facts, _, _ = _load_facts(memory)
+    facts, _ = _load_facts(memory)
     t1 = time.perf_counter()
     groups = detection.detect(facts, min_dates=memory.promotion_threshold)
     t2 = time.perf_counter()

@@ -106,7 +106,6 @@ def _load_facts(memory):
         .order_by("id")
         .values_list("id", "text", "content_hash", "lesson_date")
     )
-    ids = [r[0] for r in rows]
     paths = defaultdict(list)
     for lesson_id, path in LessonRef.objects.filter(
         lesson__memory=memory, lesson__tier=Tier.WORKING, lesson__status=LessonStatus.ACTIVE
@@ -118,7 +117,7 @@ def _load_facts(memory):
     ).values_list("id", "lesson_id", "confirmed_on"):
         confirmations[lesson_id].append((conf_id, day))
     current = {r[0]: r[2] for r in rows}
-    return detection.facts_from_rows(rows, paths, confirmations), current, ids
+    return detection.facts_from_rows(rows, paths, confirmations), current
 
 
 def _is_stale(candidate, current_hashes):
@@ -141,7 +140,7 @@ def promotion_detect(*, memory, engine=None):
     (a new lesson or confirmation) replaces its pending candidate. Rejected groups stay rejected
     until new evidence arrives. Running it twice on unchanged memory creates nothing.
     """
-    facts, current_hashes, _ = _load_facts(memory)
+    facts, current_hashes = _load_facts(memory)
     groups = detection.detect(facts, min_dates=max(2, memory.promotion_threshold))
     coverage = _Coverage(
         c for c in PromotionCandidate.objects.filter(memory=memory, status__in=COVERING_STATUSES)

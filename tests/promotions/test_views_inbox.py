@@ -96,3 +96,23 @@ def test_nav_badge_counts_pending(client_for, approver, candidate):
     html = client_for(approver).get(reverse("home")).content.decode()
     assert 'id="promotions-badge"' in html
     assert '>1</span>' in html
+
+
+def test_home_card_template_shows_the_pending_count(rf, approver, candidate, django_assert_num_queries):
+    from django.template.loader import render_to_string
+
+    request = rf.get("/")
+    request.user = approver
+    approver.has_perm("memory.view_memory")  # permissions cached, as after the view's own check
+    with django_assert_num_queries(1):  # one COUNT, shared by every badge on the page
+        html = render_to_string("memory/promotions/_home_card.html", request=request)
+        html += render_to_string("partials/nav/promotions.html", request=request)
+    assert "1</span>" in html and "waiting for review" in html
+
+
+def test_badge_is_hidden_from_users_without_a_role(rf, django_user_model):
+    from django.template.loader import render_to_string
+
+    request = rf.get("/")
+    request.user = django_user_model.objects.create_user("nobody", password="x")
+    assert render_to_string("partials/nav/promotions.html", request=request).strip() == ""
