@@ -294,6 +294,16 @@ def lesson_restore(*, lesson, actor, reason="", batch=None):
 
 
 @transaction.atomic
+def lesson_promote(*, lesson, actor, reason="", batch=None):
+    """An active working lesson now lives on in a core lesson: it leaves compiled memory, kept in history."""
+    lesson, _ = _mutate(
+        lesson, actor=actor, reason=reason, action=Change.Action.PROMOTE, batch=batch,
+        change_fn=_set_status(LessonStatus.PROMOTED, allowed_from=(LessonStatus.ACTIVE,)),
+    )
+    return lesson
+
+
+@transaction.atomic
 def lesson_set_protected(*, lesson, protected, actor, reason="", batch=None):
     def apply(obj):
         obj.protected = protected

@@ -188,6 +188,11 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TIMEZONE = TIME_ZONE
+# Periodic jobs (run by `celery beat`); each feature adds its entry here.
+from celery.schedules import crontab  # noqa: E402
+CELERY_BEAT_SCHEDULE = {
+    "promotions-nightly": {"task": "promotions.detect_everywhere", "schedule": crontab(hour=2, minute=30)},
+}
 
 # Memory rules (the seeds' constants); each memory can override the budgets.
 MEMORY_MAX_LINES = env_int("MEMORY_MAX_LINES", 150, minimum=1)

@@ -1,3 +1,13 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns = []
+from memory.views import promotions
+
+app_name = "promotions"
+
+urlpatterns = [
+    path("", promotions.inbox, name="inbox"),
+    path("detect/", promotions.detect, name="detect"),
+    path("<int:pk>/", promotions.candidate_detail, name="detail"),
+    path("<int:pk>/approve/", promotions.approve, name="approve"),
+    path("<int:pk>/reject/", promotions.reject, name="reject"),
+]

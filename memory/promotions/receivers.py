@@ -1,0 +1,21 @@
+"""What the promotion feature does when other parts of the product act."""
+
+from django.db import transaction
+from django.dispatch import receiver
+
+from memory.services import batch_reverted
+from memory.signals import working_lessons_added
+
+
+@receiver(working_lessons_added, dispatch_uid="promotions.detect_after_new_lessons")
+def detect_after_new_lessons(sender, memory_id, lesson_ids=(), **kwargs):
+    from memory.promotions.tasks import detect_promotions
+
+    transaction.on_commit(lambda: detect_promotions.delay(memory_id))
+
+
+@receiver(batch_reverted, dispatch_uid="promotions.follow_reverted_approval")
+def follow_reverted_approval(sender, batch, revert_batch, **kwargs):
+    from memory.promotions.services import on_batch_reverted
+
+    on_batch_reverted(sender, batch=batch, revert_batch=revert_batch)

@@ -1,0 +1,325 @@
+"""Writes of the promotion feature: detect candidates, approve exactly once, reject, follow reverts."""
+
+import hashlib
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from memory import services
+from memory.models import (
+    ActorType,
+    ChangeBatch,
+    Lesson,
+    LessonConfirmation,
+    LessonRef,
+    LessonStatus,
+    Memory,
+    PromotionCandidate,
+    Relevance,
+    Tier,
+)
+from memory.promotions import detection, wording
+from memory.promotions.selectors import core_usage_after
+from memory.roles import APPROVE
+
+Status = PromotionCandidate.Status
+# A group whose evidence one of these already covers is not proposed again.
+COVERING_STATUSES = (Status.PENDING, Status.REJECTED, Status.REVERTED, Status.APPROVED)
+_RELEVANCE_ORDER = [Relevance.LOW, Relevance.MEDIUM, Relevance.HIGH, Relevance.CRITICAL]
+
+
+class PromotionError(Exception):
+    """An approval or rejection that cannot happen; the message says why, for the person who asked."""
+
+
+class AlreadyDecided(PromotionError):
+    pass
+
+
+class NeedsReview(PromotionError):
+    """The supporting lessons changed after the proposal was made."""
+
+
+@dataclass
+class DetectionResult:
+    created: list = field(default_factory=list)
+    superseded: list = field(default_factory=list)
+    groups: int = 0
+
+
+@dataclass
+class ApprovalResult:
+    candidate: PromotionCandidate
+    core_lesson: Lesson
+    core_chars: int
+    core_budget: int
+
+    @property
+    def over_budget(self):
+        return self.core_chars > self.core_budget
+
+
+def _evidence(group):
+    return {"lessons": sorted(group.lesson_ids), "confirmations": sorted(group.confirmation_ids)}
+
+
+def _fingerprint(evidence):
+    return hashlib.sha256(json.dumps(evidence, sort_keys=True).encode()).hexdigest()
+
+
+class _Coverage:
+    """Which candidates already cover a group's evidence, found through the group's first lesson."""
+
+    def __init__(self, candidates):
+        self.by_lesson = defaultdict(list)
+        for candidate in candidates:
+            self.add(candidate)
+
+    def add(self, candidate):
+        entry = (candidate, set(candidate.evidence.get("lessons", ())), set(candidate.evidence.get("confirmations", ())))
+        for lesson_id in entry[1]:
+            self.by_lesson[lesson_id].append(entry)
+
+    def covers(self, evidence):
+        lessons, confirmations = set(evidence["lessons"]), set(evidence["confirmations"])
+        return any(
+            lessons <= covered_lessons and confirmations <= covered_confirmations
+            for candidate, covered_lessons, covered_confirmations in self.by_lesson.get(evidence["lessons"][0], ())
+            if candidate.status in COVERING_STATUSES
+        )
+
+    def overlapping(self, lesson_ids):
+        seen = {}
+        for lesson_id in lesson_ids:
+            for candidate, _, _ in self.by_lesson.get(lesson_id, ()):
+                seen[candidate.pk] = candidate
+        return list(seen.values())
+
+
+def _load_facts(memory):
+    rows = list(
+        Lesson.objects.filter(memory=memory, tier=Tier.WORKING, status=LessonStatus.ACTIVE)
+        .order_by("id")
+        .values_list("id", "text", "content_hash", "lesson_date")
+    )
+    paths = defaultdict(list)
+    for lesson_id, path in LessonRef.objects.filter(
+        lesson__memory=memory, lesson__tier=Tier.WORKING, lesson__status=LessonStatus.ACTIVE
+    ).values_list("lesson_id", "path"):
+        paths[lesson_id].append(path)
+    confirmations = defaultdict(list)
+    for conf_id, lesson_id, day in LessonConfirmation.objects.filter(
+        lesson__memory=memory, lesson__tier=Tier.WORKING, lesson__status=LessonStatus.ACTIVE
+    ).values_list("id", "lesson_id", "confirmed_on"):
+        confirmations[lesson_id].append((conf_id, day))
+    current = {r[0]: r[2] for r in rows}
+    return detection.facts_from_rows(rows, paths, confirmations), current
+
+
+def _is_stale(candidate, current_hashes):
+    """A pending candidate whose supporting lessons are no longer active working lessons as proposed."""
+    for lesson_id, state in candidate.supporting_state.items():
+        if current_hashes.get(int(lesson_id)) != state.get("hash"):
+            return True
+    return False
+
+
+def _members(lesson_ids):
+    lessons = Lesson.objects.filter(pk__in=lesson_ids).prefetch_related("refs").order_by("id")
+    return [(lesson, list(lesson.refs.all())) for lesson in lessons]
+
+
+def promotion_detect(*, memory, engine=None):
+    """Propose every group of working lessons that reached the memory's threshold and is not proposed yet.
+
+    Pending candidates whose lessons changed are superseded; a group that gained evidence
+    (a new lesson or confirmation) replaces its pending candidate. Rejected groups stay rejected
+    until new evidence arrives. Running it twice on unchanged memory creates nothing.
+    """
+    facts, current_hashes = _load_facts(memory)
+    groups = detection.detect(facts, min_dates=max(2, memory.promotion_threshold))
+    coverage = _Coverage(
+        c for c in PromotionCandidate.objects.filter(memory=memory, status__in=COVERING_STATUSES)
+        if not (c.status == Status.PENDING and _is_stale(c, current_hashes))
+    )
+    new_groups = [g for g in groups if not coverage.covers(_evidence(g))]
+    # Word the proposals outside any transaction: a model call may take seconds.
+    proposals = []
+    if new_groups:
+        members_by_id = {lesson.pk: (lesson, refs) for lesson, refs in _members([i for g in new_groups for i in g.lesson_ids])}
+        for group in new_groups:
+            members = [members_by_id[i] for i in group.lesson_ids]
+            proposals.append((group, members, wording.propose(memory, members, engine=engine)))
+    return _store_detection(memory, proposals, current_hashes, len(groups))
+
+
+@transaction.atomic
+def _store_detection(memory, proposals, current_hashes, group_count):
+    # One detection at a time per memory, so two runs cannot propose the same group twice.
+    Memory.objects.select_for_update().filter(pk=memory.pk).first()
+    result = DetectionResult(groups=group_count)
+    now = timezone.now()
+    candidates = list(PromotionCandidate.objects.filter(memory=memory, status__in=COVERING_STATUSES))
+    for candidate in candidates:
+        if candidate.status == Status.PENDING and _is_stale(candidate, current_hashes):
+            candidate.status = Status.SUPERSEDED
+            candidate.decided_at = now
+            candidate.reason = "Its supporting lessons changed after it was proposed."
+            result.superseded.append(candidate)
+    coverage = _Coverage(candidates)
+    fresh = []
+    for group, members, proposal in proposals:
+        evidence = _evidence(group)
+        if coverage.covers(evidence):
+            continue
+        fresh.append((
+            PromotionCandidate(
+                memory=memory,
+                text=proposal.text,
+                category=proposal.category,
+                refs=[r.as_text() for r in proposal.refs],
+                evidence=evidence,
+                fingerprint=_fingerprint(evidence),
+                supporting_state={str(lesson.pk): {"hash": lesson.content_hash} for lesson, _ in members},
+                distinct_dates=group.distinct_dates,
+                engine=proposal.engine,
+                engine_note=proposal.note,
+                created_at=now,
+            ),
+            evidence,
+        ))
+    created = PromotionCandidate.objects.bulk_create([c for c, _ in fresh], batch_size=500)
+    if created and created[0].pk is None:  # backends that do not return ids from bulk inserts
+        created = list(PromotionCandidate.objects.filter(memory=memory, created_at=now).order_by("id"))
+    Through = PromotionCandidate.supporting.through
+    Through.objects.bulk_create(
+        [Through(promotioncandidate_id=c.pk, lesson_id=i) for c in created for i in c.evidence["lessons"]],
+        batch_size=2000,
+    )
+    for candidate in created:
+        for old in coverage.overlapping(candidate.evidence["lessons"]):
+            if old.status == Status.PENDING:
+                old.status = Status.SUPERSEDED
+                old.decided_at = now
+                old.reason = f"Replaced by candidate #{candidate.pk}, which has new evidence."
+                result.superseded.append(old)
+    PromotionCandidate.objects.bulk_update(result.superseded, ["status", "decided_at", "reason"], batch_size=500)
+    result.created = created
+    return result
+
+
+def _describe_decision(candidate):
+    who = candidate.decided_by_label or "someone"
+    when = timezone.localtime(candidate.decided_at).strftime("%Y-%m-%d %H:%M") if candidate.decided_at else ""
+    suffix = f" at {when}" if when else ""
+    if candidate.status == Status.APPROVED:
+        return f"This promotion was already approved by {who}{suffix}."
+    if candidate.status == Status.REJECTED:
+        return f"This promotion was already rejected by {who}{suffix}."
+    if candidate.status == Status.REVERTED:
+        return "This promotion was approved and then reverted; it cannot be decided again."
+    return "This proposal was superseded by a newer one; review that one instead."
+
+
+def _require_approver(actor):
+    if actor.type != ActorType.USER or actor.user is None or not actor.user.has_perm(APPROVE):
+        raise PermissionDenied("Only a signed-in person with the approver role can decide promotions.")
+
+
+def _changed_lessons(candidate, lessons):
+    by_id = {lesson.pk: lesson for lesson in lessons}
+    problems = []
+    for lesson_id, state in candidate.supporting_state.items():
+        lesson = by_id.get(int(lesson_id))
+        if lesson is None:
+            problems.append(f"lesson {lesson_id} no longer exists")
+        elif lesson.status != LessonStatus.ACTIVE or lesson.tier != Tier.WORKING:
+            problems.append(f"lesson {lesson_id} is now {lesson.status} ({lesson.tier})")
+        elif lesson.content_hash != state.get("hash"):
+            problems.append(f"lesson {lesson_id} was edited")
+    return problems
+
+
+def _highest_relevance(lessons):
+    return max((lesson.relevance for lesson in lessons), key=_RELEVANCE_ORDER.index, default=Relevance.MEDIUM)
+
+
+@transaction.atomic
+def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, reason=""):
+    """Create the core lesson and retire its supporting lessons, as one revertible batch, exactly once.
+
+    The candidate row is locked first, so of two approvers clicking together one creates the
+    lesson and the other is told who already approved it.
+    """
+    _require_approver(actor)
+    candidate = PromotionCandidate.objects.select_for_update().select_related("memory").get(pk=candidate.pk)
+    if candidate.status != Status.PENDING:
+        raise AlreadyDecided(_describe_decision(candidate))
+    memory = candidate.memory
+    final_text = candidate.text if text is None else text.strip()
+    final_category = candidate.category if category is None else category
+    final_refs = candidate.refs if refs is None else refs
+    edited = (final_text, final_category) != (candidate.text, candidate.category) or (
+        refs is not None and [r.as_text() for r in services._clean_refs(final_refs)] != candidate.refs
+    )
+    supporting = list(
+        Lesson.objects.select_for_update().filter(pk__in=[int(i) for i in candidate.supporting_state]).order_by("id")
+    )
+    problems = _changed_lessons(candidate, supporting)
+    if problems:
+        raise NeedsReview(
+            "The supporting lessons changed since this was proposed (" + "; ".join(problems) + "). "
+            "Review the refreshed proposal instead."
+        )
+    batch = services.batch_create(
+        memory=memory, kind=ChangeBatch.Kind.PROMOTION, actor=actor, reason=reason,
+        label=f"Promotion #{candidate.pk}: {final_text[:120]}",
+    )
+    core = services.lesson_create(
+        memory=memory, tier=Tier.CORE, category=final_category, text=final_text, refs=final_refs,
+        relevance=_highest_relevance(supporting), actor=actor, batch=batch, derived_from=supporting,
+        lesson_date=timezone.localdate(), bump=False,
+    )
+    for lesson in supporting:
+        services.lesson_promote(lesson=lesson, actor=actor, batch=batch, reason=f"Promoted into core lesson {core.pk}")
+    now = timezone.now()
+    updated = PromotionCandidate.objects.filter(pk=candidate.pk, status=Status.PENDING).update(
+        status=Status.APPROVED, decided_by=actor.user, decided_by_label=actor.label[:200], decided_at=now,
+        core_lesson=core, batch=batch, edited=edited, reason=reason,
+    )
+    if updated != 1:  # belt and braces for databases without row locks
+        raise AlreadyDecided("This promotion was already decided by someone else.")
+    services.memory_bump_version(memory)
+    candidate.refresh_from_db()
+    usage = core_usage_after(memory)
+    return ApprovalResult(candidate=candidate, core_lesson=core, core_chars=usage, core_budget=memory.core_char_budget)
+
+
+@transaction.atomic
+def promotion_reject(*, candidate, actor, reason):
+    """Record who rejected the proposal and why; its lessons stay in working memory."""
+    _require_approver(actor)
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": "Say why the proposal is rejected; the reason is kept with the decision."})
+    candidate = PromotionCandidate.objects.select_for_update().get(pk=candidate.pk)
+    if candidate.status != Status.PENDING:
+        raise AlreadyDecided(_describe_decision(candidate))
+    candidate.status = Status.REJECTED
+    candidate.decided_by = actor.user
+    candidate.decided_by_label = actor.label[:200]
+    candidate.decided_at = timezone.now()
+    candidate.reason = reason
+    candidate.save(update_fields=["status", "decided_by", "decided_by_label", "decided_at", "reason"])
+    return candidate
+
+
+def on_batch_reverted(sender, batch, revert_batch, **kwargs):
+    """Reverting an approval's batch brings the working lessons back and retires the core lesson."""
+    PromotionCandidate.objects.filter(batch=batch, status=Status.APPROVED).update(
+        status=Status.REVERTED, revert_batch=revert_batch
+    )

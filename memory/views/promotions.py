@@ -1,0 +1,148 @@
+"""The promotion inbox: review candidates for core memory, approve (optionally edited) or reject.
+
+Viewers may read the inbox; only approvers see and use the decision buttons. Agent tokens never
+reach these views: they need a signed-in session with the approver permission.
+"""
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect
+from django.template.response import TemplateResponse
+from django.views.decorators.http import require_POST
+
+from memory.models import CORE_CATEGORIES, Memory, PromotionCandidate
+from memory.promotions import selectors
+from memory.promotions.services import AlreadyDecided, NeedsReview, promotion_approve, promotion_detect, promotion_reject
+from memory.roles import APPROVE, approver_required, viewer_required
+from memory.services import Actor
+
+Status = PromotionCandidate.Status
+RECENT_DECISIONS = 10
+
+
+def _memory_filter(request):
+    raw = request.GET.get("memory") or request.POST.get("memory")
+    if not raw:
+        return None
+    try:
+        return Memory.objects.select_related("persona", "project").get(pk=int(raw))
+    except (ValueError, Memory.DoesNotExist):
+        raise Http404("No such memory") from None
+
+
+def _context(request, **extra):
+    return {"can_approve": request.user.has_perm(APPROVE), "core_categories": CORE_CATEGORIES, **extra}
+
+
+@viewer_required
+def inbox(request):
+    memory = _memory_filter(request)
+    memory_ids = [memory.pk] if memory else None
+    pending = selectors.candidates_for_review(memory_ids=memory_ids)
+    decided = selectors.candidates_for_review(
+        statuses=(Status.APPROVED, Status.REJECTED, Status.REVERTED), memory_ids=memory_ids, limit=RECENT_DECISIONS
+    )
+    memories = Memory.objects.select_related("persona", "project").order_by("persona__name", "project__name")
+    return TemplateResponse(
+        request,
+        "memory/promotions/inbox.html",
+        _context(request, pending=pending, decided=decided, memory=memory, memories=memories),
+    )
+
+
+@viewer_required
+def candidate_detail(request, pk):
+    candidate = selectors.candidate_for_review(pk)
+    if candidate is None:
+        raise Http404("No such promotion candidate")
+    return TemplateResponse(request, "memory/promotions/detail.html", _context(request, candidate=candidate))
+
+
+def _card_response(request, pk, *, error="", warning="", success=""):
+    """htmx: the candidate's card in its new state, plus the nav badge out of band."""
+    candidate = selectors.candidate_for_review(pk)
+    return TemplateResponse(
+        request,
+        "memory/promotions/inbox.html#card-response",
+        _context(request, candidate=candidate, error=error, warning=warning, success=success,
+                 pending_count=selectors.pending_count(), on_detail=request.POST.get("next") == "detail"),
+    )
+
+
+def _after_decision(request, pk, *, error="", warning="", success=""):
+    if request.htmx:
+        return _card_response(request, pk, error=error, warning=warning, success=success)
+    for level, text in ((messages.ERROR, error), (messages.WARNING, warning), (messages.SUCCESS, success)):
+        if text:
+            messages.add_message(request, level, text)
+    if request.POST.get("next") == "detail":
+        return redirect("promotions:detail", pk=pk)
+    return redirect("promotions:inbox")
+
+
+def _validation_text(exc):
+    if hasattr(exc, "message_dict"):
+        return " ".join(f"{msg}" for msgs in exc.message_dict.values() for msg in msgs)
+    return " ".join(exc.messages)
+
+
+@require_POST
+@approver_required
+def approve(request, pk):
+    candidate = get_object_or_404(PromotionCandidate.objects.select_related("memory"), pk=pk)
+    edit = request.POST.get("edit") == "1"
+    kwargs = {}
+    if edit:
+        kwargs = {
+            "text": request.POST.get("text", ""),
+            "category": request.POST.get("category", ""),
+            "refs": request.POST.get("refs", ""),
+        }
+    try:
+        result = promotion_approve(candidate=candidate, actor=Actor.for_user(request.user), **kwargs)
+    except AlreadyDecided as exc:
+        return _after_decision(request, pk, error=str(exc))
+    except NeedsReview as exc:
+        # Refresh the proposals so the reviewer has the up-to-date one to look at.
+        promotion_detect(memory=candidate.memory)
+        return _after_decision(request, pk, error=str(exc))
+    except ValidationError as exc:
+        return _after_decision(request, pk, error=f"Not approved: {_validation_text(exc)}")
+    warning = ""
+    if result.over_budget:
+        warning = (
+            f"Core memory of {candidate.memory} is now {result.core_chars} characters, over its budget of "
+            f"{result.core_budget} by {result.core_chars - result.core_budget}. Nothing was cut; the agents see "
+            "the first core lessons that fit. Review the core lessons."
+        )
+    return _after_decision(
+        request, pk, warning=warning,
+        success=f"Promoted to core as lesson #{result.core_lesson.pk} in {candidate.memory}.",
+    )
+
+
+@require_POST
+@approver_required
+def reject(request, pk):
+    candidate = get_object_or_404(PromotionCandidate, pk=pk)
+    try:
+        promotion_reject(candidate=candidate, actor=Actor.for_user(request.user), reason=request.POST.get("reason", ""))
+    except AlreadyDecided as exc:
+        return _after_decision(request, pk, error=str(exc))
+    except ValidationError as exc:
+        return _after_decision(request, pk, error=f"Not rejected: {_validation_text(exc)}")
+    return _after_decision(request, pk, success="Rejected. Its lessons stay in working memory.")
+
+
+@require_POST
+@approver_required
+def detect(request):
+    memory = _memory_filter(request)
+    targets = [memory] if memory else list(Memory.objects.select_related("persona"))
+    created = sum(len(promotion_detect(memory=m).created) for m in targets)
+    messages.success(request, f"Detection found {created} new candidate{'s' if created != 1 else ''}.")
+    url = redirect("promotions:inbox")
+    if memory:
+        url["Location"] += f"?memory={memory.pk}"
+    return url

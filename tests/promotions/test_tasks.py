@@ -1,0 +1,41 @@
+"""Detection runs after new working lessons and on the nightly schedule."""
+
+from datetime import date
+
+import pytest
+from django.conf import settings
+
+from memory.models import PromotionCandidate
+from memory.promotions.tasks import detect_promotions, detect_promotions_everywhere
+from memory.signals import working_lessons_added
+from tests.factories import MemoryFactory, make_lesson
+from tests.promotions.conftest import THEME
+
+pytestmark = pytest.mark.django_db
+
+
+def test_new_working_lessons_enqueue_detection_after_commit(memory, django_capture_on_commit_callbacks):
+    lessons = [make_lesson(memory, text, refs=ref, day=date(2026, 1, 1 + i)) for i, (text, ref) in enumerate(THEME)]
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        working_lessons_added.send(sender=None, memory_id=memory.pk, lesson_ids=[l.pk for l in lessons])
+    assert len(callbacks) == 1
+    assert PromotionCandidate.objects.filter(memory=memory, status="pending").count() == 1
+
+
+def test_task_runs_detection_for_one_memory(memory, themed):
+    themed(3)
+    assert detect_promotions.delay(memory.pk).get() == 1
+    assert detect_promotions.delay(memory.pk).get() == 0
+    assert detect_promotions.delay(987654).get() == 0
+
+
+def test_nightly_sweep_covers_every_active_memory(memory, themed):
+    themed(3)
+    MemoryFactory()
+    assert detect_promotions_everywhere.delay().get() == 2
+    assert PromotionCandidate.objects.count() == 1
+
+
+def test_nightly_schedule_is_configured():
+    entry = settings.CELERY_BEAT_SCHEDULE["promotions-nightly"]
+    assert entry["task"] == detect_promotions_everywhere.name
