@@ -107,8 +107,8 @@ def test_query_count_does_not_grow(client_for, viewer, django_assert_num_queries
     client = client_for(viewer)
     # session, user, user permissions, group permissions, purposes (filter choices), calls count
     # (paginator), the page of calls (with persona, memory and project joined), totals per persona,
-    # grand total, personas (filter choices)
-    with django_assert_num_queries(10):
+    # grand total, personas (filter choices), pending promotions (nav badge)
+    with django_assert_num_queries(11):
         response = client.get(URL)
     assert response.status_code == 200
     assert len(response.context["page"].object_list) == n
