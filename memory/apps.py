@@ -10,3 +10,4 @@ class MemoryConfig(AppConfig):
         from memory.roles import ensure_role_groups
 
         post_migrate.connect(ensure_role_groups, sender=self)
+        from memory.refinement import receivers  # noqa: F401

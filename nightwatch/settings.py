@@ -180,6 +180,8 @@ if _cache_url:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
+from celery.schedules import crontab  # noqa: E402
+
 # Celery: with no broker configured, tasks run in-process at enqueue time.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", "")
@@ -188,6 +190,12 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TIMEZONE = TIME_ZONE
+CELERY_BEAT_SCHEDULE = {
+    "refinement-nightly": {"task": "refinement.nightly", "schedule": crontab(hour=3, minute=30)},
+    "refinement-sweeper": {"task": "refinement.sweep", "schedule": 60.0},
+}
+# A running refinement run with no heartbeat for this long is rolled back and marked failed.
+REFINEMENT_HEARTBEAT_TIMEOUT = env_int("REFINEMENT_HEARTBEAT_TIMEOUT", 600, minimum=1)
 
 # Memory rules (the seeds' constants); each memory can override the budgets.
 MEMORY_MAX_LINES = env_int("MEMORY_MAX_LINES", 150, minimum=1)
