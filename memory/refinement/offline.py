@@ -4,6 +4,8 @@ The policy proposes calls; the session handler decides, so the cap, the protecte
 retention breaker apply to the offline path exactly as to a model.
 """
 
+import re
+
 from rapidfuzz import fuzz
 
 from memory.engines.base import ToolCall
@@ -11,6 +13,12 @@ from memory.models import LessonStatus, normalize_text
 
 # token_sort_ratio at or above this (0-100) counts as the same lesson worded slightly differently.
 NEAR_DUPLICATE_RATIO = 92
+_NUMBER = re.compile(r"\d+")
+
+
+def _numbers(text):
+    # Two lessons that differ in a number (a port, a line, a version, a count) are different facts.
+    return sorted(_NUMBER.findall(text))
 
 
 def duplicate_groups(staged_lessons, ratio=NEAR_DUPLICATE_RATIO):
@@ -30,7 +38,7 @@ def duplicate_groups(staged_lessons, ratio=NEAR_DUPLICATE_RATIO):
     for i, a in enumerate(items):
         for b in items[i + 1:]:
             na, nb = normal[a.id], normal[b.id]
-            if na == nb or fuzz.token_sort_ratio(na, nb) >= ratio:
+            if na == nb or (_numbers(na) == _numbers(nb) and fuzz.token_sort_ratio(na, nb) >= ratio):
                 parent[find(b.id)] = find(a.id)
     groups = {}
     for s in items:

@@ -458,7 +458,7 @@ def refinement_run_execute(*, run_id, engine=None, max_turns=None):
                                                        current_action="asking consent", heartbeat_at=timezone.now())
         run.consent_prompt = consent
         if run.engine == "offline":
-            answer = "YES (the offline policy only merges exact and near-exact duplicates)"
+            answer = "YES"  # the offline policy only ever merges exact and near-exact duplicates
         else:
             completion = engine.complete(system=prompts.REFINEMENT_SYSTEM, prompt=consent,
                                          purpose="refinement_consent", max_tokens=16)
