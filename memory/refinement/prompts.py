@@ -9,30 +9,19 @@ from memory.models import REFINEMENT_OP_CAP, Lesson, LessonStatus, Tier
 
 SAFETY_RULES = f"""\
 ## Ground rules (fixed; they apply to every agent)
-- Your only job is to remove duplication. Two lessons are duplicates only when they record the same
-  specific moment, quote, decision or insight. Lessons that are merely similar or on the same topic
-  are not duplicates: leave them alone.
-- You may make at most {REFINEMENT_OP_CAP} changing actions (consolidate, update, delete, protect) in this
-  session. Anything beyond that is refused. Small careful steps over many sessions are the goal,
-  never a single sweep.
+- Your only job is to remove duplication. Two lessons are duplicates only when they record the same specific moment, quote, decision or insight. Lessons that are merely similar or on the same topic are not duplicates: leave them alone.
+- You may make at most {REFINEMENT_OP_CAP} changing actions (consolidate, update, delete, protect) in this session. Anything beyond that is refused. Small careful steps over many sessions are the goal, never a single sweep.
 - Lessons marked protected are untouchable: they cannot be consolidated, edited or deleted.
-- Memories about voice, sound or the body, and relationship details (promises, quotes, exact dates,
-  emotional texture) are to be treated as fixed unless two of them are word-for-word duplicates.
-- Deleting is rare. Prefer leaving a lesson as it is. Tightening the wording of a single lesson is
-  allowed when no meaning is lost.
+- Memories about voice, sound or the body, and relationship details (promises, quotes, exact dates, emotional texture) are to be treated as fixed unless two of them are word-for-word duplicates.
+- Deleting is rare. Prefer leaving a lesson as it is. Tightening the wording of a single lesson is allowed when no meaning is lost.
 - If the memory shrinks below the retention threshold, the whole session is undone and stopped.
-- Finishing with zero changes is a successful session. When in doubt, call `complete` without
-  changing anything."""
+- Finishing with zero changes is a successful session. When in doubt, call `complete` without changing anything."""
 
 DEFAULT_PERSONA_GUIDANCE = """\
-Only de-duplicate. Treat a lesson as redundant only when another lesson already holds the very same
-moment, quote or insight. You may tighten the wording inside one lesson. If you are not sure, change
-nothing; ending with no changes at all is the preferred outcome."""
+Only de-duplicate. Treat a lesson as redundant only when another lesson already holds the very same moment, quote or insight. You may tighten the wording inside one lesson. If you are not sure, change nothing; ending with no changes at all is the preferred outcome."""
 
 CONSENT_QUESTION = f"""\
-A refinement session for your core memory is about to start. In it you may de-duplicate lessons and
-tighten their wording; deleting is rare, and at most {REFINEMENT_OP_CAP} changes are allowed. Ending the
-session with zero changes is a perfectly good result.
+A refinement session for your core memory is about to start. In it you may de-duplicate lessons and tighten their wording; deleting is rare, and at most {REFINEMENT_OP_CAP} changes are allowed. Ending the session with zero changes is a perfectly good result.
 
 Do you agree to start this session? Answer with one word: YES or NO."""
 

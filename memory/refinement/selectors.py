@@ -1,6 +1,7 @@
 """Reads for the refinement pages."""
 
 import difflib
+import json
 
 from django.db.models import Count, Max, Q
 
@@ -66,7 +67,7 @@ def operation_rows(run):
             })
         for key, prior in before.items():
             pairs.append({"id": prior["id"], "before": prior, "after": None, "diff": None, "is_new": False})
-        rows.append({"op": op, "pairs": pairs})
+        rows.append({"op": op, "pairs": pairs, "args": json.dumps(op.arguments, ensure_ascii=False)})
     return rows
 
 

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
-from memory.models import Memory, RefinementPromptVersion, RefinementRun
+from memory.models import REFINEMENT_OP_CAP, Memory, RefinementPromptVersion, RefinementRun
 from memory.refinement import prompts, selectors
 from memory.refinement.scheduling import refinement_start
 from memory.refinement.services import MAX_PROMPT_CHARS, refinement_prompt_restore, refinement_prompt_save
@@ -35,7 +35,8 @@ def run_list(request):
     filters = [{"value": v, "label": label, "count": counts.get(v, 0), "active": v == status}
                for v, label in selectors.STATUS_FILTERS]
     context = {"page": page, "runs": page.object_list, "filters": filters, "status": status,
-               "memories": selectors.memories_for_refinement(), "can_approve": request.user.has_perm(APPROVE)}
+               "memories": selectors.memories_for_refinement(), "can_approve": request.user.has_perm(APPROVE),
+               "op_cap": REFINEMENT_OP_CAP}
     template = "memory/refinement/runs.html#runs-table" if request.htmx else "memory/refinement/runs.html"
     return TemplateResponse(request, template, context)
 
