@@ -110,6 +110,7 @@ class StagedOp:
     action: str
     args: dict
     new_id: str = ""
+    seq: int = 0
 
 
 @dataclass
@@ -189,6 +190,7 @@ class RefinementSession:
         retention = self.retention()
         op = self._record(call.name, args, RefinementOperation.Outcome.APPLIED, before=before, after=after,
                           mutating=True, retention=retention)
+        self.ops[-1].seq = op.seq
         if retention < self.run.threshold:
             self._terminate(retention, op)
             return ToolResult(
@@ -367,6 +369,15 @@ def _supersede(lesson, *, by, actor, batch):
                             change_fn=apply)
 
 
+def _name_new_lesson(run, op, lesson):
+    """The operation's record showed the new lesson as "new-N"; now that it exists, show its id."""
+    record = RefinementOperation.objects.filter(run=run, seq=op.seq).first()
+    if record is None:
+        return
+    record.after = [{**item, "id": lesson.pk} if item.get("id") == op.new_id else item for item in record.after]
+    record.save(update_fields=["after"])
+
+
 @transaction.atomic
 def apply_session(session):
     """Write the staged actions and the run's final state in one transaction, or nothing."""
@@ -396,6 +407,7 @@ def apply_session(session):
                                              derived_from=originals, bump=False)
                 for original in originals:
                     current[original.pk], _ = _supersede(original, by=new, actor=actor, batch=batch)
+                _name_new_lesson(run, op, new)
             elif op.action == "update":
                 current[a["id"]] = services.lesson_update(lesson=current[a["id"]], text=a["text"], actor=actor,
                                                           batch=batch)

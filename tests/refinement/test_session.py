@@ -167,6 +167,8 @@ def test_completed_run_applies_through_services_in_one_batch(memory):
     assert new.tier == "core" and set(new.derived_from.all()) == {a, b}
     assert d.protected
     assert run.mass_after < run.mass_before
+    consolidate = run.operations.get(action="consolidate")
+    assert {item["id"] for item in consolidate.after} == {a.pk, b.pk, new.pk}
     assert run.tokens_in == 140 and run.tokens_out == 21
     assert "id %d" % a.pk in run.prompt_sent and e.text in run.prompt_sent
     # one revert undoes the whole run
@@ -233,3 +235,21 @@ def test_lesson_changed_during_the_run_fails_it_with_nothing_applied(memory):
     b.refresh_from_db()
     assert b.text == "edited by a person meanwhile"
     assert a
+
+
+def test_engine_failure_mid_session_applies_nothing(memory):
+    from memory.engines.base import EngineError
+
+    lessons = [core(memory, f"Lesson {i} about the export job {i}") for i in range(30)]
+    before = state(memory)
+
+    class Broken(ScriptedEngine):
+        def run_tools(self, **kw):
+            kw["handler"](__import__("memory.engines.base", fromlist=["ToolCall"]).ToolCall(
+                "1", "delete", {"id": lessons[0].pk}))
+            raise EngineError("provider returned 529 overloaded")
+
+    run = run_with(memory, Broken())
+    assert run.status == S.FAILED and "529" in run.error
+    assert state(memory) == before
+    assert list(run.operations.values_list("outcome", flat=True)) == ["rolled_back"]
