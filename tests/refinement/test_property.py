@@ -2,7 +2,7 @@
 
 import pytest
 from django.db import transaction
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from memory.models import Lesson, RefinementRun
@@ -60,6 +60,7 @@ def test_any_run_completes_within_limits_or_leaves_memory_untouched(db, ops, siz
         protected_before = {(l.pk, l.text) for l in lessons if l.protected}
 
         run = run_with(memory, ScriptedEngine(calls))
+        event(f"run {run.status}")
 
         if run.status == RefinementRun.Status.COMPLETED:
             assert run.ops_used <= 10
