@@ -11,3 +11,4 @@ class MemoryConfig(AppConfig):
 
         post_migrate.connect(ensure_role_groups, sender=self)
         import memory.promotions.receivers  # noqa: F401  (connects its signal receivers)
+        from memory.refinement import receivers  # noqa: F401

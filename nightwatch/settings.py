@@ -8,6 +8,7 @@ message naming the variable, instead of failing later in some request.
 import os
 from pathlib import Path
 
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -180,6 +181,7 @@ if _cache_url:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
+
 # Celery: with no broker configured, tasks run in-process at enqueue time.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", "")
@@ -189,10 +191,13 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TIMEZONE = TIME_ZONE
 # Periodic jobs (run by `celery beat`); each feature adds its entry here.
-from celery.schedules import crontab  # noqa: E402
 CELERY_BEAT_SCHEDULE = {
     "promotions-nightly": {"task": "promotions.detect_everywhere", "schedule": crontab(hour=2, minute=30)},
+    "refinement-nightly": {"task": "refinement.nightly", "schedule": crontab(hour=3, minute=30)},
+    "refinement-sweeper": {"task": "refinement.sweep", "schedule": 60.0},
 }
+# A running refinement run with no heartbeat for this long is rolled back and marked failed.
+REFINEMENT_HEARTBEAT_TIMEOUT = env_int("REFINEMENT_HEARTBEAT_TIMEOUT", 600, minimum=1)
 
 # Memory rules (the seeds' constants); each memory can override the budgets.
 MEMORY_MAX_LINES = env_int("MEMORY_MAX_LINES", 150, minimum=1)

@@ -1,1 +1,26 @@
 """Celery tasks of this feature: thin, take ids, call one service."""
+
+from celery import shared_task
+
+__all__ = ["refinement_run_task", "refinement_sweep_task", "refinement_nightly_task"]
+
+
+@shared_task(name="refinement.run")
+def refinement_run_task(run_id):
+    from memory.refinement.session import refinement_run_execute
+
+    return refinement_run_execute(run_id=run_id).status
+
+
+@shared_task(name="refinement.sweep")
+def refinement_sweep_task():
+    from memory.refinement.session import refinement_sweep
+
+    return refinement_sweep()
+
+
+@shared_task(name="refinement.nightly")
+def refinement_nightly_task():
+    from memory.refinement.scheduling import refinement_schedule_nightly
+
+    return refinement_schedule_nightly()

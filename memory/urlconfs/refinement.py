@@ -1,3 +1,16 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns = []
+from memory.views import refinement as views
+
+app_name = "refinement"
+
+urlpatterns = [
+    path("", views.run_list, name="runs"),
+    path("runs/<int:pk>/", views.run_detail, name="run"),
+    path("runs/<int:pk>/revert/", views.run_revert, name="run-revert"),
+    path("memories/<int:memory_pk>/run/", views.run_start, name="run-start"),
+    path("personas/<int:persona_pk>/prompt/", views.prompt_edit, name="prompt"),
+    path("personas/<int:persona_pk>/prompt/preview/", views.prompt_preview, name="prompt-preview"),
+    path("personas/<int:persona_pk>/prompt/versions/<int:version_pk>/restore/", views.prompt_restore,
+         name="prompt-restore"),
+]

@@ -1,0 +1,79 @@
+"""Reads for the refinement pages."""
+
+import difflib
+import json
+
+from django.db.models import Count, Max, Q
+
+from memory.models import Memory, RefinementOperation, RefinementRun
+
+STATUS_FILTERS = [("", "All")] + list(RefinementRun.Status.choices)
+
+
+def runs_for_list(status=""):
+    runs = RefinementRun.objects.select_related("memory__persona", "memory__project").order_by("-started_at", "-id")
+    if status:
+        runs = runs.filter(status=status)
+    return runs
+
+
+def status_counts():
+    rows = RefinementRun.objects.values("status").annotate(n=Count("id"))
+    counts = {r["status"]: r["n"] for r in rows}
+    counts[""] = sum(counts.values())
+    return counts
+
+
+def memories_for_refinement():
+    return (
+        Memory.objects.select_related("persona", "project")
+        .filter(persona__archived_at__isnull=True)
+        .annotate(
+            core_count=Count("lessons", filter=Q(lessons__tier="core", lessons__status="active"), distinct=True),
+            running=Count("refinement_runs", filter=Q(refinement_runs__status="running"), distinct=True),
+            last_run=Max("refinement_runs__started_at"),
+        )
+        .order_by("persona__name", "project__name")
+    )
+
+
+def word_diff(before, after):
+    """[(kind, text)] with kind in same/del/ins, word by word; rendered escaped by the template."""
+    a, b = (before or "").split(" "), (after or "").split(" ")
+    out = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            out.append(("same", " ".join(a[i1:i2])))
+        if tag in ("delete", "replace"):
+            out.append(("del", " ".join(a[i1:i2])))
+        if tag in ("insert", "replace"):
+            out.append(("ins", " ".join(b[j1:j2])))
+    return out
+
+
+def operation_rows(run):
+    """Each operation with per-lesson before/after pairs and a text diff where text changed."""
+    rows = []
+    for op in run.operations.order_by("seq"):
+        before = {str(l["id"]): l for l in op.before or []}
+        pairs = []
+        for lesson in op.after or []:
+            key = str(lesson["id"])
+            prior = before.pop(key, None)
+            pairs.append({
+                "id": lesson["id"], "before": prior, "after": lesson,
+                "diff": word_diff(prior["text"], lesson["text"]) if prior and prior["text"] != lesson["text"] else None,
+                "is_new": prior is None and op.mutating,
+            })
+        for key, prior in before.items():
+            pairs.append({"id": prior["id"], "before": prior, "after": None, "diff": None, "is_new": False})
+        rows.append({"op": op, "pairs": pairs, "args": json.dumps(op.arguments, ensure_ascii=False)})
+    return rows
+
+
+def run_counts(run):
+    return run.operations.aggregate(
+        refused=Count("id", filter=Q(outcome=RefinementOperation.Outcome.REFUSED)),
+        errors=Count("id", filter=Q(outcome=RefinementOperation.Outcome.ERROR)),
+        total=Count("id"),
+    )

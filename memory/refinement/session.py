@@ -1,0 +1,570 @@
+"""The refinement tool session: what the model may do to core memory, enforced in code.
+
+Which tier: refinement covers the **core** tier only. Working memory already has its own
+rewriter (compaction, validated before it is applied, over a line threshold); core lessons are
+the permanent ones that only grow (through promotion) and that nothing else de-duplicates. Letting
+two rewriters loose on the same tier would make their guarantees impossible to reason about, so
+each tier has exactly one.
+
+How the guarantees hold whatever the model asks:
+- Every tool call goes through `RefinementSession.handle`. The session works on a *staged* copy of
+  the memory's active core lessons; nothing touches the lesson tables while the session runs.
+- At most `REFINEMENT_OP_CAP` mutating actions (consolidate, update, delete, protect) are accepted;
+  later ones are refused with an explicit message and recorded as refused.
+- Protected lessons cannot be consolidated, updated or deleted.
+- After every accepted mutating action the retention check runs on the staged copy:
+  mass = characters / 4 of the active core lessons, retention = mass now / mass before the session.
+  Below the persona's threshold the whole session is discarded at once (nothing was ever written),
+  the run is marked terminated, the tool answers "session rolled back, terminated" and every later
+  call gets the termination error; `should_stop` ends the engine loop.
+- Only when the session ends normally are the staged actions applied, through memory.services, in
+  one transaction and one ChangeBatch of kind refinement (so a completed run reverts as one change),
+  together with the run's final status. A worker killed mid-run therefore leaves no half-applied run:
+  either the final transaction committed whole, or nothing did (the sweeper marks such runs failed).
+- Progress (operations, heartbeat, retention, current action) is committed as it happens so the run
+  page can show it live; it is bookkeeping about the run, never lesson data.
+"""
+
+import json
+import logging
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from memory import services
+from memory.engines.base import EngineError, Tool, ToolCall, ToolResult
+from memory.models import (
+    CORE_CATEGORIES,
+    REFINEMENT_OP_CAP,
+    Change,
+    ChangeBatch,
+    Lesson,
+    LessonStatus,
+    Memory,
+    RefinementOperation,
+    RefinementPromptVersion,
+    RefinementRun,
+    Relevance,
+    Tier,
+)
+from memory.refinement import prompts
+
+log = logging.getLogger(__name__)
+
+MUTATING = ("consolidate", "update", "delete", "protect")
+TERMINATED_MESSAGE = "session rolled back, terminated"
+TERMINATION_ERROR = "This refinement session was terminated; no further actions are accepted."
+RELEVANCE_ORDER = [Relevance.LOW, Relevance.MEDIUM, Relevance.HIGH, Relevance.CRITICAL]
+
+TOOLS = [
+    Tool("search", "Find core lessons containing all the given words.",
+         {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}),
+    Tool("consolidate", "Replace two or more lessons that record the very same thing by one lesson.",
+         {"type": "object", "properties": {
+             "ids": {"type": "array", "items": {"type": "integer"}, "minItems": 2},
+             "text": {"type": "string"}}, "required": ["ids", "text"]}),
+    Tool("update", "Tighten the wording of one lesson without losing meaning.",
+         {"type": "object", "properties": {"id": {"type": "integer"}, "text": {"type": "string"}},
+          "required": ["id", "text"]}),
+    Tool("delete", "Remove one lesson (rare).",
+         {"type": "object", "properties": {"id": {"type": "integer"}, "reason": {"type": "string"}},
+          "required": ["id"]}),
+    Tool("protect", "Mark one lesson as protected so no later session can change it.",
+         {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}),
+    Tool("complete", "End the session. Zero changes is a good outcome.",
+         {"type": "object", "properties": {"summary": {"type": "string"}}}),
+]
+
+
+class RefusedError(Exception):
+    """The action is not allowed; the message goes back to the model and into the run's record."""
+
+
+class InvalidCall(Exception):
+    """The arguments are malformed; the message goes back to the model."""
+
+
+def mass_of_chars(chars):
+    return chars / 4
+
+
+@dataclass
+class Staged:
+    id: object  # int for existing lessons, "new-N" for lessons created in this session
+    category: str
+    text: str
+    relevance: str
+    protected: bool
+    status: str = LessonStatus.ACTIVE
+
+    def view(self):
+        return {"id": self.id, "category": self.category, "text": self.text, "protected": self.protected,
+                "status": self.status}
+
+
+@dataclass
+class StagedOp:
+    action: str
+    args: dict
+    new_id: str = ""
+    seq: int = 0
+
+
+@dataclass
+class RefinementSession:
+    run: RefinementRun
+    lessons: dict = field(default_factory=dict)
+    originals: dict = field(default_factory=dict)
+    ops: list = field(default_factory=list)
+    seq: int = 0
+    chars_before: int = 0
+    terminated: bool = False
+    finished: bool = False
+    new_counter: int = 0
+
+    @classmethod
+    def load(cls, run):
+        session = cls(run=run)
+        for lesson in Lesson.objects.filter(memory_id=run.memory_id, tier=Tier.CORE, status=LessonStatus.ACTIVE):
+            session.lessons[lesson.pk] = Staged(lesson.pk, lesson.category, lesson.text, lesson.relevance,
+                                                lesson.protected)
+            session.originals[lesson.pk] = _fingerprint(lesson)
+        session.chars_before = session.active_chars()
+        return session
+
+    # --- measures ---------------------------------------------------------------------------
+
+    def active_chars(self):
+        return sum(len(s.text) for s in self.lessons.values() if s.status == LessonStatus.ACTIVE)
+
+    def retention(self):
+        if self.chars_before == 0:
+            return 1.0
+        return self.active_chars() / self.chars_before
+
+    @property
+    def ops_used(self):
+        return len(self.ops)
+
+    def should_stop(self):
+        return self.terminated or self.finished
+
+    # --- the handler ------------------------------------------------------------------------
+
+    def handle(self, call: ToolCall) -> ToolResult:
+        args = call.arguments if isinstance(call.arguments, dict) else {}
+        if self.terminated:
+            self._record(call.name, args, RefinementOperation.Outcome.REFUSED, reason=TERMINATION_ERROR)
+            return ToolResult(call.id, TERMINATION_ERROR, is_error=True)
+        if not self._still_running():
+            self.terminated = True
+            return ToolResult(call.id, TERMINATION_ERROR, is_error=True)
+        mutating = call.name in MUTATING
+        try:
+            if call.name == "search":
+                found = self._search(args)
+                self._record("search", args, RefinementOperation.Outcome.APPLIED, after=found)
+                return ToolResult(call.id, json.dumps({"lessons": found}))
+            if call.name == "complete":
+                self.finished = True
+                self._record("complete", args, RefinementOperation.Outcome.APPLIED)
+                return ToolResult(call.id, f"Session complete with {self.ops_used} change(s).")
+            if not mutating:
+                raise InvalidCall(f"unknown tool {call.name!r}; use one of: " + ", ".join(t.name for t in TOOLS))
+            if self.ops_used >= self.run.op_cap:
+                raise RefusedError(
+                    f"refused: the cap of {self.run.op_cap} changing actions per session is reached; this "
+                    "action was not applied. Call complete."
+                )
+            before, after, message = getattr(self, f"_{call.name}")(args)
+        except RefusedError as exc:
+            self._record(call.name, args, RefinementOperation.Outcome.REFUSED, reason=str(exc), mutating=mutating)
+            return ToolResult(call.id, str(exc), is_error=True)
+        except InvalidCall as exc:
+            self._record(call.name, args, RefinementOperation.Outcome.ERROR, reason=str(exc), mutating=mutating)
+            return ToolResult(call.id, f"error: {exc}", is_error=True)
+
+        retention = self.retention()
+        op = self._record(call.name, args, RefinementOperation.Outcome.APPLIED, before=before, after=after,
+                          mutating=True, retention=retention)
+        self.ops[-1].seq = op.seq
+        if retention < self.run.threshold:
+            self._terminate(retention, op)
+            return ToolResult(
+                call.id,
+                f"{TERMINATED_MESSAGE}: memory would keep {retention:.1%} of its mass, below the "
+                f"{self.run.threshold:.0%} threshold. Every change of this session was undone.",
+                is_error=True,
+            )
+        return ToolResult(call.id, f"{message} ({self.ops_used}/{self.run.op_cap} changes used, "
+                                   f"retention {retention:.1%}).")
+
+    # --- actions (on the staged copy only) ----------------------------------------------------
+
+    def _search(self, args):
+        query = args.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidCall("search needs a non-empty 'query' string")
+        words = query.casefold().split()
+        hits = [s.view() for s in self.lessons.values()
+                if s.status == LessonStatus.ACTIVE and all(w in s.text.casefold() for w in words)]
+        return hits[:25]
+
+    def _target(self, raw, verb):
+        if isinstance(raw, bool) or not isinstance(raw, (int, str)):
+            raise InvalidCall(f"{verb} needs a lesson id (an integer)")
+        if isinstance(raw, str) and raw.startswith("new-"):
+            if raw in self.lessons:
+                raise RefusedError(f"refused: lesson {raw} was created in this session; change it in a later one")
+            raise InvalidCall(f"no lesson {raw} in this memory's core tier")
+        try:
+            key = int(raw)
+        except ValueError:
+            raise InvalidCall(f"{raw!r} is not a lesson id") from None
+        staged = self.lessons.get(key)
+        if staged is None:
+            raise InvalidCall(f"no active core lesson {key} in this memory")
+        if staged.status != LessonStatus.ACTIVE:
+            raise InvalidCall(f"lesson {key} was already {staged.status} in this session")
+        if staged.protected and verb != "protect":
+            raise RefusedError(f"refused: lesson {key} is protected and cannot be {verb}d")
+        return staged
+
+    def _text(self, args, category):
+        text = args.get("text")
+        if not isinstance(text, str):
+            raise InvalidCall("'text' must be a string")
+        text = text.strip()
+        try:
+            services.validate_lesson_fields(tier=Tier.CORE, category=category or "PATTERN", text=text,
+                                            relevance=Relevance.MEDIUM)
+        except ValidationError as exc:
+            raise InvalidCall("; ".join(exc.messages)) from None
+        return text
+
+    def _consolidate(self, args):
+        ids = args.get("ids")
+        if not isinstance(ids, list) or len(ids) < 2:
+            raise InvalidCall("consolidate needs 'ids': a list of at least two lesson ids")
+        if len({str(i) for i in ids}) != len(ids):
+            raise InvalidCall("consolidate got the same id twice")
+        targets = [self._target(i, "consolidate") for i in ids]
+        keep = max(targets, key=lambda s: len(s.text))
+        category = keep.category if keep.category in CORE_CATEGORIES else "PATTERN"
+        text = self._text(args, category)
+        before = [s.view() for s in targets]
+        self.new_counter += 1
+        new_id = f"new-{self.new_counter}"
+        relevance = max((s.relevance for s in targets), key=RELEVANCE_ORDER.index)
+        for s in targets:
+            s.status = LessonStatus.SUPERSEDED
+        self.lessons[new_id] = Staged(new_id, category, text, relevance, False)
+        self.ops.append(StagedOp("consolidate", {"ids": [s.id for s in targets], "text": text,
+                                                 "category": category, "relevance": relevance}, new_id))
+        after = [s.view() for s in targets] + [self.lessons[new_id].view()]
+        return before, after, f"Consolidated {len(targets)} lessons into {new_id}"
+
+    def _update(self, args):
+        staged = self._target(args.get("id"), "update")
+        text = self._text(args, staged.category)
+        if text == staged.text:
+            raise InvalidCall(f"lesson {staged.id} already has this text")
+        before = [staged.view()]
+        staged.text = text
+        self.ops.append(StagedOp("update", {"id": staged.id, "text": text}))
+        return before, [staged.view()], f"Updated lesson {staged.id}"
+
+    def _delete(self, args):
+        staged = self._target(args.get("id"), "delete")
+        before = [staged.view()]
+        staged.status = LessonStatus.DELETED
+        reason = args.get("reason") if isinstance(args.get("reason"), str) else ""
+        self.ops.append(StagedOp("delete", {"id": staged.id, "reason": reason[:500]}))
+        return before, [staged.view()], f"Deleted lesson {staged.id}"
+
+    def _protect(self, args):
+        staged = self._target(args.get("id"), "protect")
+        if staged.protected:
+            raise InvalidCall(f"lesson {staged.id} is already protected")
+        before = [staged.view()]
+        staged.protected = True
+        self.ops.append(StagedOp("protect", {"id": staged.id}))
+        return before, [staged.view()], f"Protected lesson {staged.id}"
+
+    # --- bookkeeping ----------------------------------------------------------------------------
+
+    def _still_running(self):
+        status = RefinementRun.objects.filter(pk=self.run.pk).values_list("status", flat=True).first()
+        return status == RefinementRun.Status.RUNNING
+
+    def _record(self, action, args, outcome, *, before=(), after=(), reason="", mutating=False, retention=None):
+        self.seq += 1
+        op = RefinementOperation.objects.create(
+            run=self.run, seq=self.seq, action=str(action)[:20], arguments=_jsonable(args), before=list(before),
+            after=list(after), outcome=outcome, mutating=mutating, refusal_reason=reason, retention_after=retention,
+        )
+        label = f"{action} ({outcome})" if outcome != RefinementOperation.Outcome.APPLIED else str(action)
+        fields = {"ops_used": self.ops_used, "current_action": f"#{self.seq} {label}"[:200],
+                  "heartbeat_at": timezone.now()}
+        if retention is not None:
+            fields["retention"] = retention
+        RefinementRun.objects.filter(pk=self.run.pk, status=RefinementRun.Status.RUNNING).update(**fields)
+        for key, value in fields.items():
+            setattr(self.run, key, value)
+        return op
+
+    def _terminate(self, retention, op):
+        self.terminated = True
+        self.ops = []
+        run = self.run
+        RefinementOperation.objects.filter(run=run, outcome=RefinementOperation.Outcome.APPLIED, mutating=True).update(
+            outcome=RefinementOperation.Outcome.ROLLED_BACK)
+        _finish(run, RefinementRun.Status.TERMINATED, retention=retention, mass_after=run.mass_before,
+                current_action=f"terminated at #{op.seq}: retention {retention:.1%} below {run.threshold:.0%}",
+                error=(f"Retention fell to {retention:.1%} (threshold {run.threshold:.0%}) after operation "
+                       f"#{op.seq}; every operation of the run was rolled back."))
+
+
+def _jsonable(value):
+    try:
+        return json.loads(json.dumps(value, default=str))
+    except (TypeError, ValueError):
+        return {"raw": str(value)[:2000]}
+
+
+def _fingerprint(lesson):
+    return (lesson.text, lesson.status, lesson.protected, lesson.tier, lesson.category)
+
+
+def _finish(run, status, **fields):
+    fields.setdefault("finished_at", timezone.now())
+    fields["heartbeat_at"] = timezone.now()
+    updated = RefinementRun.objects.filter(pk=run.pk, status=RefinementRun.Status.RUNNING).update(
+        status=status, **fields)
+    if updated:
+        run.status = status
+        for key, value in fields.items():
+            setattr(run, key, value)
+    return bool(updated)
+
+
+# --- applying a finished session ----------------------------------------------------------------
+
+class MemoryChanged(Exception):
+    pass
+
+
+def _supersede(lesson, *, by, actor, batch):
+    def apply(obj):
+        if obj.status != LessonStatus.ACTIVE:
+            raise ValidationError(f"lesson {obj.pk} is {obj.status}; it cannot be superseded")
+        obj.status = LessonStatus.SUPERSEDED
+        obj.superseded_by = by
+        obj.save()
+
+    return services._mutate(lesson, actor=actor, reason="", action=Change.Action.SUPERSEDE, batch=batch,
+                            change_fn=apply)
+
+
+def _name_new_lesson(run, op, lesson):
+    """The operation's record showed the new lesson as "new-N"; now that it exists, show its id."""
+    record = RefinementOperation.objects.filter(run=run, seq=op.seq).first()
+    if record is None:
+        return
+    record.after = [{**item, "id": lesson.pk} if item.get("id") == op.new_id else item for item in record.after]
+    record.save(update_fields=["after"])
+
+
+@transaction.atomic
+def apply_session(session):
+    """Write the staged actions and the run's final state in one transaction, or nothing."""
+    run = RefinementRun.objects.select_for_update().get(pk=session.run.pk)
+    if run.status != RefinementRun.Status.RUNNING:
+        raise MemoryChanged(f"the run is {run.status} (stopped from outside); nothing was applied")
+    memory = Memory.objects.get(pk=run.memory_id)
+    batch = None
+    if session.ops:
+        touched = set()
+        for op in session.ops:
+            touched.update(op.args["ids"] if op.action == "consolidate" else [op.args["id"]])
+        current = {l.pk: l for l in Lesson.objects.select_for_update().filter(pk__in=touched)}
+        for pk in touched:
+            if pk not in current or _fingerprint(current[pk]) != session.originals[pk]:
+                raise MemoryChanged(f"lesson {pk} was changed while the run was in progress; nothing was applied")
+        actor = services.Actor.job(f"refinement run #{run.pk}")
+        batch = services.batch_create(memory=memory, kind=ChangeBatch.Kind.REFINEMENT, actor=actor,
+                                      label=f"Refinement run #{run.pk}: {len(session.ops)} change(s)",
+                                      reason="Automatic de-duplication of core memory")
+        for op in session.ops:
+            a = op.args
+            if op.action == "consolidate":
+                originals = [current[pk] for pk in a["ids"]]
+                new = services.lesson_create(memory=memory, text=a["text"], category=a["category"], tier=Tier.CORE,
+                                             relevance=a["relevance"], actor=actor, batch=batch,
+                                             derived_from=originals, bump=False)
+                for original in originals:
+                    current[original.pk], _ = _supersede(original, by=new, actor=actor, batch=batch)
+                _name_new_lesson(run, op, new)
+            elif op.action == "update":
+                current[a["id"]] = services.lesson_update(lesson=current[a["id"]], text=a["text"], actor=actor,
+                                                          batch=batch)
+            elif op.action == "delete":
+                current[a["id"]] = services.lesson_delete(lesson=current[a["id"]], actor=actor, batch=batch,
+                                                          reason=a.get("reason", ""))
+            elif op.action == "protect":
+                current[a["id"]] = services.lesson_set_protected(lesson=current[a["id"]], protected=True,
+                                                                 actor=actor, batch=batch)
+        services.memory_bump_version(memory)
+    Memory.objects.filter(pk=memory.pk).update(last_refined_at=timezone.now())
+    chars = session.active_chars()
+    _finish(session.run, RefinementRun.Status.COMPLETED, batch=batch, retention=session.retention(),
+            mass_after=int(mass_of_chars(chars)), ops_used=len(session.ops),
+            current_action=f"completed with {len(session.ops)} change(s)")
+    return batch
+
+
+# --- the whole run ------------------------------------------------------------------------------
+
+class RefinementBusy(Exception):
+    pass
+
+
+def core_mass(memory):
+    chars = sum(len(t) for t in Lesson.objects.filter(memory=memory, tier=Tier.CORE, status=LessonStatus.ACTIVE)
+                .values_list("text", flat=True))
+    return int(mass_of_chars(chars))
+
+
+@transaction.atomic
+def refinement_run_create(*, memory, trigger="manual", user=None):
+    """Open a run record (status running) for a worker to execute; one running run per memory."""
+    memory = Memory.objects.select_for_update().select_related("persona").get(pk=memory.pk)
+    if RefinementRun.objects.filter(memory=memory, status=RefinementRun.Status.RUNNING).exists():
+        raise RefinementBusy("A refinement run is already in progress for this memory.")
+    return RefinementRun.objects.create(
+        memory=memory, trigger=trigger, requested_by=user, threshold=memory.persona.refinement_threshold,
+        op_cap=REFINEMENT_OP_CAP, mass_before=core_mass(memory), current_action="queued",
+    )
+
+
+def _engine_for(persona, memory):
+    from memory.engines.registry import get_engine
+
+    return get_engine(persona, memory=memory)
+
+
+def refinement_run_execute(*, run_id, engine=None, max_turns=None):
+    """Ask consent, run the tool session, apply or discard. Returns the run (final state)."""
+    run = RefinementRun.objects.select_related("memory__persona").get(pk=run_id)
+    if run.status != RefinementRun.Status.RUNNING:
+        return run
+    memory, persona = run.memory, run.memory.persona
+    try:
+        engine = engine or _engine_for(persona, memory)
+        run.engine = getattr(engine, "provider", "")[:40]
+        consent = prompts.build_consent_prompt()
+        RefinementRun.objects.filter(pk=run.pk).update(engine=run.engine, consent_prompt=consent,
+                                                       current_action="asking consent", heartbeat_at=timezone.now())
+        run.consent_prompt = consent
+        if run.engine == "offline":
+            answer = "YES"  # the offline policy only ever merges exact and near-exact duplicates
+        else:
+            completion = engine.complete(system=prompts.REFINEMENT_SYSTEM, prompt=consent,
+                                         purpose="refinement_consent", max_tokens=16)
+            answer = completion.text or ""
+            run.tokens_in += completion.tokens_in
+            run.tokens_out += completion.tokens_out
+        RefinementRun.objects.filter(pk=run.pk).update(consent_answer=answer[:2000], tokens_in=run.tokens_in,
+                                                       tokens_out=run.tokens_out)
+        run.consent_answer = answer[:2000]
+        if not prompts.consent_given(answer):
+            _finish(run, RefinementRun.Status.DECLINED, mass_after=run.mass_before,
+                    current_action="declined: the agent did not consent")
+            return run
+
+        session = RefinementSession.load(run)
+        lessons = sorted((s for s in session.lessons.values()), key=lambda s: s.id)
+        ledger_rows = Lesson.objects.filter(pk__in=[s.id for s in lessons]).order_by("id")
+        prompt = prompts.build_refinement_prompt(persona, memory, lessons=list(ledger_rows))
+        version = RefinementPromptVersion.objects.filter(persona=persona).order_by("-number").first()
+        session.run.mass_before = int(mass_of_chars(session.chars_before))
+        RefinementRun.objects.filter(pk=run.pk).update(
+            system_prompt=prompts.REFINEMENT_SYSTEM, prompt_sent=prompt, prompt_version=version,
+            mass_before=session.run.mass_before, current_action="session started", heartbeat_at=timezone.now())
+        run.system_prompt, run.prompt_sent, run.prompt_version = prompts.REFINEMENT_SYSTEM, prompt, version
+
+        policy = None
+        if run.engine == "offline":
+            from memory.refinement.offline import dedupe_policy
+
+            policy = dedupe_policy(session)
+        result = engine.run_tools(
+            system=prompts.REFINEMENT_SYSTEM, prompt=prompt, tools=TOOLS, handler=session.handle,
+            purpose="refinement", max_turns=max_turns or getattr(settings, "REFINEMENT_MAX_TURNS", 30),
+            should_stop=session.should_stop, offline_policy=policy,
+        )
+        run.tokens_in += result.tokens_in
+        run.tokens_out += result.tokens_out
+        RefinementRun.objects.filter(pk=run.pk).update(tokens_in=run.tokens_in, tokens_out=run.tokens_out)
+        if session.terminated:
+            run.refresh_from_db()
+            return run
+        apply_session(session)
+    except (EngineError, MemoryChanged) as exc:
+        _fail(run, str(exc))
+    except Exception as exc:  # a bug must still end the run visibly, with nothing applied
+        log.exception("refinement run %s crashed", run.pk)
+        _fail(run, f"internal error: {exc.__class__.__name__}: {exc}")
+    run.refresh_from_db()
+    return run
+
+
+def _fail(run, error):
+    RefinementOperation.objects.filter(run=run, outcome=RefinementOperation.Outcome.APPLIED, mutating=True).update(
+        outcome=RefinementOperation.Outcome.ROLLED_BACK)
+    _finish(run, RefinementRun.Status.FAILED, error=error[:4000], mass_after=run.mass_before,
+            current_action="failed; nothing was applied")
+
+
+# --- crash safety -------------------------------------------------------------------------------
+
+def refinement_sweep(*, timeout=None, now=None):
+    """Fail every running run whose heartbeat is older than the timeout; returns how many."""
+    timeout = settings.REFINEMENT_HEARTBEAT_TIMEOUT if timeout is None else timeout
+    now = now or timezone.now()
+    cutoff = now - timezone.timedelta(seconds=timeout)
+    swept = 0
+    for run_id in RefinementRun.objects.filter(status=RefinementRun.Status.RUNNING, heartbeat_at__lt=cutoff) \
+            .values_list("pk", flat=True):
+        with transaction.atomic():
+            run = RefinementRun.objects.select_for_update().filter(
+                pk=run_id, status=RefinementRun.Status.RUNNING, heartbeat_at__lt=cutoff).first()
+            if run is None:
+                continue
+            # Applying a run commits its final status in the same transaction, so a running run has no
+            # committed batch; should one exist anyway, undo it before failing the run.
+            if run.batch_id and not run.batch.reverted_by_id:
+                services.batch_revert(batch=run.batch, actor=services.Actor.job("refinement sweeper"),
+                                      reason="refinement run stopped without finishing")
+            _fail(run, f"The worker stopped responding (last heartbeat {run.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC, "
+                       f"timeout {timeout}s); the run was rolled back and nothing of it is applied.")
+            swept += 1
+    return swept
+
+
+# --- revert a completed run ---------------------------------------------------------------------
+
+def refinement_run_revert(*, run, actor, reason=""):
+    if run.status != RefinementRun.Status.COMPLETED:
+        raise services.RevertError(f"Only a completed run can be reverted (this one is {run.get_status_display().lower()}).")
+    if run.batch_id is None:
+        raise services.RevertError("This run changed nothing; there is nothing to revert.")
+    return services.batch_revert(batch=run.batch, actor=actor, reason=reason or f"Revert of refinement run #{run.pk}")
+
+
+def on_batch_reverted(sender, batch, revert_batch, **kwargs):
+    RefinementRun.objects.filter(batch=batch, status=RefinementRun.Status.COMPLETED).update(
+        status=RefinementRun.Status.REVERTED, current_action=f"reverted by change batch #{revert_batch.pk}")

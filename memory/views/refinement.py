@@ -1,0 +1,174 @@
+"""Refinement pages: runs (list, live detail, run now, revert) and the per-persona prompt editor."""
+
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.shortcuts import get_object_or_404, redirect
+from django.template.loader import render_to_string
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
+
+from memory.models import REFINEMENT_OP_CAP, Memory, RefinementPromptVersion, RefinementRun
+from memory.refinement import prompts, selectors
+from memory.refinement.scheduling import refinement_start
+from memory.refinement.services import MAX_PROMPT_CHARS, refinement_prompt_restore, refinement_prompt_save
+from memory.refinement.session import RefinementBusy, refinement_run_revert
+from memory.roles import APPROVE, approver_required, viewer_required
+from memory.services import Actor, RevertError
+from personas.models import Persona
+
+POLL_SECONDS = 1
+
+
+@viewer_required
+@require_GET
+def run_list(request):
+    status = request.GET.get("status", "")
+    if status not in dict(selectors.STATUS_FILTERS):
+        status = ""
+    page = Paginator(selectors.runs_for_list(status), 50).get_page(request.GET.get("page"))
+    counts = selectors.status_counts()
+    filters = [{"value": v, "label": label, "count": counts.get(v, 0), "active": v == status}
+               for v, label in selectors.STATUS_FILTERS]
+    context = {"page": page, "runs": page.object_list, "filters": filters, "status": status,
+               "memories": selectors.memories_for_refinement(), "can_approve": request.user.has_perm(APPROVE),
+               "op_cap": REFINEMENT_OP_CAP}
+    template = "memory/refinement/runs.html#runs-table" if request.htmx else "memory/refinement/runs.html"
+    return TemplateResponse(request, template, context)
+
+
+def _run_context(request, run):
+    finished = run.status in RefinementRun.FINISHED
+    return {
+        "run": run, "finished": finished, "poll_seconds": POLL_SECONDS,
+        "operations": selectors.operation_rows(run) if finished else [],
+        "recent": list(run.operations.order_by("-seq")[:5]) if not finished else [],
+        "counts": selectors.run_counts(run),
+        "can_approve": request.user.has_perm(APPROVE),
+        "can_revert": finished and run.status == RefinementRun.Status.COMPLETED and run.batch_id is not None,
+        "gauge_width": max(0, min(100, round(run.retention * 100, 1))),
+        "ops_width": round(100 * min(run.ops_used, run.op_cap) / (run.op_cap or 1)),
+    }
+
+
+@viewer_required
+@require_GET
+def run_detail(request, pk):
+    run = get_object_or_404(RefinementRun.objects.select_related("memory__persona", "memory__project", "batch",
+                                                                 "prompt_version", "requested_by"), pk=pk)
+    context = _run_context(request, run)
+    if request.htmx:
+        if context["finished"]:
+            # The run ended: send the final state once and tell htmx to stop polling.
+            html = render_to_string("memory/refinement/run_detail.html#run-body", context, request=request)
+            return HttpResponseStopPolling(html)
+        return TemplateResponse(request, "memory/refinement/run_detail.html#run-body", context)
+    return TemplateResponse(request, "memory/refinement/run_detail.html", context)
+
+
+@approver_required
+@require_POST
+def run_start(request, memory_pk):
+    memory = get_object_or_404(Memory.objects.select_related("persona"), pk=memory_pk)
+    if memory.persona.archived_at or not memory.persona.is_active:
+        messages.error(request, f"{memory.persona.name} is archived or inactive; refinement does not run for it.")
+        return redirect("refinement:runs")
+    try:
+        with transaction.atomic():
+            run = refinement_start(memory=memory, user=request.user)
+    except RefinementBusy as exc:
+        messages.error(request, str(exc))
+        return redirect("refinement:runs")
+    url = reverse("refinement:run", args=[run.pk])
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+@approver_required
+@require_POST
+def run_revert(request, pk):
+    run = get_object_or_404(RefinementRun.objects.select_related("batch"), pk=pk)
+    try:
+        refinement_run_revert(run=run, actor=Actor.for_user(request.user))
+    except RevertError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Refinement run #{run.pk} was reverted as one change.")
+    return redirect("refinement:run", pk=run.pk)
+
+
+# --- the prompt -------------------------------------------------------------------------------
+
+class PromptForm(forms.Form):
+    text = forms.CharField(
+        required=False, max_length=MAX_PROMPT_CHARS, widget=forms.Textarea(attrs={"rows": 10}),
+        label="Guidance for this agent", help_text="Leave blank to use the conservative default.",
+    )
+
+
+def _preview_memory(persona, request):
+    memories = list(Memory.objects.filter(persona=persona).select_related("project").order_by("project__name"))
+    chosen = request.GET.get("memory") or request.POST.get("memory")
+    memory = next((m for m in memories if str(m.pk) == chosen), memories[0] if memories else None)
+    return memories, memory
+
+
+def _prompt_context(request, persona, form, text):
+    memories, memory = _preview_memory(persona, request)
+    return {
+        "persona": persona, "form": form, "memories": memories, "memory": memory,
+        "preview": prompts.build_refinement_prompt(persona, memory, guidance=text),
+        "uses_default": not (text or "").strip(), "default_guidance": prompts.DEFAULT_PERSONA_GUIDANCE,
+        "versions": RefinementPromptVersion.objects.filter(persona=persona).select_related("created_by")[:50],
+    }
+
+
+@approver_required
+def prompt_edit(request, persona_pk):
+    persona = get_object_or_404(Persona, pk=persona_pk)
+    if request.method == "POST":
+        form = PromptForm(request.POST)
+        if form.is_valid() and "preview" not in request.POST:
+            try:
+                version = refinement_prompt_save(persona=persona, text=form.cleaned_data["text"], user=request.user)
+            except ValidationError as exc:
+                form.add_error("text", exc.message_dict.get("text", exc.messages))
+            else:
+                messages.success(request, f"Saved version {version.number} of {persona.name}'s refinement prompt.")
+                return redirect("refinement:prompt", persona_pk=persona.pk)
+        text = form.data.get("text", "")
+        status = 400 if form.errors else 200
+        response = TemplateResponse(request, "memory/refinement/prompt.html", _prompt_context(request, persona, form, text),
+                                    status=status)
+        return response
+    form = PromptForm(initial={"text": persona.refinement_prompt})
+    return TemplateResponse(request, "memory/refinement/prompt.html",
+                            _prompt_context(request, persona, form, persona.refinement_prompt))
+
+
+@approver_required
+@require_POST
+def prompt_preview(request, persona_pk):
+    persona = get_object_or_404(Persona, pk=persona_pk)
+    text = request.POST.get("text", "")[:MAX_PROMPT_CHARS]
+    memories, memory = _preview_memory(persona, request)
+    context = {"persona": persona, "memory": memory, "uses_default": not text.strip(),
+               "preview": prompts.build_refinement_prompt(persona, memory, guidance=text)}
+    return TemplateResponse(request, "memory/refinement/prompt.html#preview", context)
+
+
+@approver_required
+@require_POST
+def prompt_restore(request, persona_pk, version_pk):
+    version = get_object_or_404(RefinementPromptVersion.objects.select_related("persona"), pk=version_pk,
+                                persona_id=persona_pk)
+    try:
+        new = refinement_prompt_restore(version=version, user=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"Restored version {version.number} as version {new.number}.")
+    return redirect("refinement:prompt", persona_pk=persona_pk)

@@ -1,0 +1,64 @@
+import pytest
+from django.urls import reverse
+
+from memory.models import RefinementRun
+from memory.refinement.session import refinement_run_create
+from tests.factories import MemoryFactory
+
+from .helpers import core
+
+pytestmark = pytest.mark.django_db
+URL = reverse("refinement:runs")
+
+
+def make_runs(n, status="completed"):
+    for _ in range(n):
+        memory = MemoryFactory()
+        core(memory, "A core lesson <script>alert(1)</script>")
+        run = refinement_run_create(memory=memory)
+        RefinementRun.objects.filter(pk=run.pk).update(status=status)
+
+
+def test_anonymous_is_sent_to_login(client):
+    assert client.get(URL).status_code == 302
+
+
+def test_user_without_role_gets_403(client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("nobody", password="x"))
+    assert client.get(URL).status_code == 403
+
+
+def test_viewer_sees_runs_but_no_run_now(client_for, viewer):
+    make_runs(2)
+    response = client_for(viewer).get(URL)
+    assert response.status_code == 200
+    assert b"Run now" not in response.content
+    assert response.content.count(b'class="badge badge-completed"') == 2
+
+
+def test_approver_sees_run_now(client_for, approver):
+    make_runs(1)
+    assert b"Run now" in client_for(approver).get(URL).content
+
+
+def test_status_filter(client_for, viewer):
+    make_runs(2, "completed")
+    make_runs(3, "terminated")
+    c = client_for(viewer)
+    body = c.get(URL, {"status": "terminated"}).content.decode()
+    assert body.count("badge badge-terminated") == 3 and body.count('badge badge-completed">') == 0
+    assert 'aria-current="true"' in body
+    partial = c.get(URL, {"status": "completed"}, HTTP_HX_REQUEST="true").content.decode()
+    assert partial.lstrip().startswith('<div id="runs-table">') and partial.count("badge badge-completed") == 2
+    assert c.get(URL, {"status": "bogus"}).status_code == 200
+
+
+def test_query_count_does_not_grow(client_for, approver, django_assert_num_queries):
+    c = client_for(approver)
+    make_runs(2)
+    c.get(URL)
+    with django_assert_num_queries(9):  # the same queries plus the promotions badge count
+        c.get(URL)
+    make_runs(12, "terminated")
+    with django_assert_num_queries(9):  # the same queries plus the promotions badge count
+        c.get(URL)
