@@ -73,7 +73,8 @@ def candidates_for_review(*, statuses=(Status.PENDING,), memory_ids=None, pks=No
                     Prefetch("confirmations", queryset=LessonConfirmation.objects.order_by("confirmed_on", "id")),
                 )
                 .order_by("lesson_date", "id"),
-            )
+            ),
+            Prefetch("core_lesson__refs", queryset=LessonRef.objects.order_by("position", "id")),
         )
         .order_by("created_at", "id")
     )

@@ -24,6 +24,7 @@ from memory.models import (
 )
 from memory.promotions import detection, wording
 from memory.promotions.selectors import core_usage_after
+from memory.refs import Ref
 from memory.roles import APPROVE
 
 Status = PromotionCandidate.Status
@@ -128,9 +129,25 @@ def _is_stale(candidate, current_hashes):
     return False
 
 
-def _members(lesson_ids):
-    lessons = Lesson.objects.filter(pk__in=lesson_ids).prefetch_related("refs").order_by("id")
-    return [(lesson, list(lesson.refs.all())) for lesson in lessons]
+def _members(lesson_ids, words=None):
+    """Light records of the grouped lessons and their refs: two queries, no model instances."""
+    refs = defaultdict(list)
+    for lesson_id, path, start, end in (
+        LessonRef.objects.filter(lesson_id__in=lesson_ids)
+        .order_by("lesson_id", "position", "id")
+        .values_list("lesson_id", "path", "start_line", "end_line")
+    ):
+        refs[lesson_id].append(Ref(path=path, start_line=start, end_line=end))
+    return [
+        (
+            wording.Member(pk=pk, text=text, category=category, lesson_date=day, content_hash=key,
+                           words=(words or {}).get(pk)),
+            refs[pk],
+        )
+        for pk, text, category, day, key in Lesson.objects.filter(pk__in=lesson_ids)
+        .order_by("id")
+        .values_list("id", "text", "category", "lesson_date", "content_hash")
+    ]
 
 
 def promotion_detect(*, memory, engine=None):
@@ -150,7 +167,9 @@ def promotion_detect(*, memory, engine=None):
     # Word the proposals outside any transaction: a model call may take seconds.
     proposals = []
     if new_groups:
-        members_by_id = {lesson.pk: (lesson, refs) for lesson, refs in _members([i for g in new_groups for i in g.lesson_ids])}
+        words = {f.id: f.words for f in facts}
+        grouped = [i for g in new_groups for i in g.lesson_ids]
+        members_by_id = {lesson.pk: (lesson, refs) for lesson, refs in _members(grouped, words)}
         for group in new_groups:
             members = [members_by_id[i] for i in group.lesson_ids]
             proposals.append((group, members, wording.propose(memory, members, engine=engine)))

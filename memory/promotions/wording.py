@@ -5,7 +5,8 @@ Offline (or when the model's answer is unusable): the most specific member, with
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import date
 
 from django.core.exceptions import ValidationError
 
@@ -44,6 +45,22 @@ MAX_PROPOSED_CHARS = 500
 
 
 @dataclass
+class Member:
+    """What wording needs of one supporting lesson."""
+
+    pk: int
+    text: str
+    category: str
+    lesson_date: date
+    content_hash: str = ""
+    words: frozenset = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if self.words is None:
+            self.words = significant_words(self.text)
+
+
+@dataclass
 class Proposal:
     text: str
     category: str
@@ -77,11 +94,12 @@ def _core_category(members, preferred=None):
 
 def _specificity(item):
     lesson, refs = item
-    return (len(refs), len(significant_words(lesson.text)), len(lesson.text), -lesson.pk)
+    words = getattr(lesson, "words", None) or significant_words(lesson.text)
+    return (len(refs), len(words), len(lesson.text), -lesson.pk)
 
 
 def offline_proposal(members, note=""):
-    """members: [(lesson, [LessonRef])]. The most specific lesson, with the refs of all of them."""
+    """members: [(Member or Lesson, [Ref or LessonRef])]. The most specific lesson, with the refs of all."""
     ordered = sorted(members, key=_specificity, reverse=True)
     best, _ = ordered[0]
     return Proposal(

@@ -62,11 +62,14 @@ def candidate_detail(request, pk):
 def _card_response(request, pk, *, error="", warning="", success=""):
     """htmx: the candidate's card in its new state, plus the nav badge out of band."""
     candidate = selectors.candidate_for_review(pk)
+    # A refused edit comes back with the reviewer's own text, not the proposal.
+    draft = request.POST if error and request.POST.get("edit") == "1" else None
     return TemplateResponse(
         request,
         "memory/promotions/inbox.html#card-response",
         _context(request, candidate=candidate, error=error, warning=warning, success=success,
-                 pending_count=selectors.pending_count(), on_detail=request.POST.get("next") == "detail"),
+                 pending_count=selectors.pending_count(), on_detail=request.POST.get("next") == "detail",
+                 draft=draft),
     )
 
 

@@ -149,3 +149,12 @@ def test_common_words_do_not_block_at_scale():
         for i in range(500)
     ]
     assert detection.detect(facts, min_dates=3) == []
+
+
+def test_a_new_confirmation_is_new_evidence(memory, themed):
+    lessons = themed(3)
+    (first,) = promotion_detect(memory=memory).created
+    services.lesson_confirm(lesson=lessons[1], confirmed_on=date(2026, 1, 25))
+    (second,) = promotion_detect(memory=memory).created
+    first.refresh_from_db()
+    assert first.status == "superseded" and second.distinct_dates == 4

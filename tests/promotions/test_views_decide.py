@@ -129,3 +129,14 @@ def test_reject_needs_a_reason_then_records_it(client_for, approver, candidate):
 
 def test_unknown_candidate_is_404(client_for, approver):
     assert client_for(approver).post(reverse("promotions:approve", args=[999999])).status_code == 404
+
+
+def test_refused_edit_keeps_the_reviewers_draft(client_for, approver, candidate):
+    html = client_for(approver).post(
+        approve_url(candidate),
+        {"edit": "1", "text": "My better wording", "category": "DECISION", "refs": "bad ref (x)"},
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
+    assert "Not approved" in html and "My better wording</textarea>" in html
+    assert '<option value="DECISION" selected>' in html
+    assert _unchanged(candidate)
