@@ -7,6 +7,7 @@ good is a separate page that asks for the persona's name to be typed.
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
+from django.db import models
 from django.db.models import Count, Q
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -20,6 +21,7 @@ from personas.forms import PersonaForm
 from personas.models import Persona, Project
 
 SEED_ACTION = "seed_default_personas"
+URL_FIELDS = {models.URLField: {"assume_scheme": "https"}}
 
 
 def _active_lessons(prefix, tier):
@@ -90,6 +92,7 @@ class MemoryInline(admin.TabularInline):
 @admin.register(Persona)
 class PersonaAdmin(admin.ModelAdmin):
     form = PersonaForm
+    formfield_overrides = URL_FIELDS
     list_display = ["name", "role", "state", "core_lessons", "working_lessons", "project_count", "provider_label",
                     "updated_at"]
     list_display_links = ["name"]
@@ -174,12 +177,11 @@ class PersonaAdmin(admin.ModelAdmin):
         self.message_user(request, msg, messages.SUCCESS)
 
     def changelist_view(self, request, extra_context=None):
-        # Seeding does not act on a selection: let it run with nothing ticked.
+        # Seeding does not act on a selection: let it run with nothing ticked (Django's action
+        # machinery would refuse an empty selection).
         if request.method == "POST" and request.POST.get("action") == SEED_ACTION \
                 and not request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME):
-            post = request.POST.copy()
-            post["select_across"] = "1"
-            request.POST = post
+            return self.seed_defaults_view(request)
         return super().changelist_view(request, extra_context)
 
     # --- archive instead of delete ---------------------------------------------------------
@@ -320,6 +322,7 @@ class ProjectAdmin(admin.ModelAdmin):
     list_display = ["name", "slug", "repository_link", "repository_ref", "memory_count", "lesson_count", "created_at"]
     search_fields = ["name", "slug", "repository_url"]
     prepopulated_fields = {"slug": ["name"]}
+    formfield_overrides = URL_FIELDS
     ordering = ["name"]
 
     def get_queryset(self, request):

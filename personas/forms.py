@@ -68,6 +68,8 @@ class PersonaForm(forms.ModelForm):
     soul = StructuredJSONField("soul")
     style = StructuredJSONField("style")
     skill = StructuredJSONField("skill")
+    base_url = forms.URLField(required=False, assume_scheme="https",
+                              help_text=Persona._meta.get_field("base_url").help_text)
 
     class Meta:
         model = Persona

@@ -139,8 +139,11 @@ def _run_hooks(stdout):
         try:
             module = importlib.import_module(name)
         except ImportError as exc:
-            if exc.name == name:
-                continue  # that feature has no demo content (yet)
+            # The hook itself (or its feature package) does not exist yet: nothing to seed. Any
+            # other import error comes from inside an existing hook and must be seen.
+            parts = name.split(".")
+            if exc.name in {".".join(parts[:i]) for i in range(2, len(parts) + 1)}:
+                continue
             raise
         module.seed(stdout)
 
