@@ -2,13 +2,14 @@
 dashboard), so every change leaves history; the admin offers the few curation actions that are safe
 in bulk, each grouped into one revertible batch per memory."""
 
+import unicodedata
 from collections import defaultdict
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Prefetch, Q
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from memory import services
 from memory.models import (
@@ -25,6 +26,23 @@ from memory.models import (
     Tier,
 )
 from memory.roles import CURATE
+
+
+def reveal_invisible(text):
+    """Escaped HTML for lesson text with invisible and bidi control characters shown as visible codes,
+    so a reviewer sees exactly what an agent will read."""
+    parts, plain = [], []
+    for ch in text:
+        if unicodedata.category(ch) in ("Cf", "Cc"):
+            if plain:
+                parts.append(("{}", "".join(plain)))
+                plain = []
+            parts.append(('<mark title="invisible character">⟦U+{}⟧</mark>', f"{ord(ch):04X}"))
+        else:
+            plain.append(ch)
+    if plain:
+        parts.append(("{}", "".join(plain)))
+    return format_html_join("", "{}", ((format_html(fmt, arg),) for fmt, arg in parts))
 
 
 class ReadOnlyMixin:
@@ -190,7 +208,7 @@ class LessonAdmin(CurateActionsMixin, ReadOnlyMixin, admin.ModelAdmin):
     list_per_page = 50
     actions = ["protect", "unprotect", "soft_delete", "restore"]
     inlines = [LessonRefInline, LessonConfirmationInline, LessonChangeInline]
-    fields = ["memory", "tier", "category", "text", "relevance", "status", "protected", "lesson_date", "section",
+    fields = ["memory", "tier", "category", "text_revealed", "relevance", "status", "protected", "lesson_date", "section",
               "unparsed", "raw_line", "vague", "content_hash", "interaction", "superseded_by", "derived_from",
               "source_entry_ids", "observed_at", "created_at", "updated_at"]
     readonly_fields = fields
@@ -200,9 +218,17 @@ class LessonAdmin(CurateActionsMixin, ReadOnlyMixin, admin.ModelAdmin):
             Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"))
         )
 
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        extra_context = {**(extra_context or {}), "subtitle": f"Lesson #{object_id}"}
+        return super().change_view(request, object_id, form_url, extra_context)
+
     @admin.display(description="text")
     def short_text(self, obj):
-        return obj.text if len(obj.text) <= 90 else obj.text[:89] + "…"
+        return reveal_invisible(obj.text if len(obj.text) <= 90 else obj.text[:89] + "…")
+
+    @admin.display(description="text (invisible characters shown)")
+    def text_revealed(self, obj):
+        return reveal_invisible(obj.text)
 
     @admin.display(description="persona", ordering="memory__persona__name")
     def persona(self, obj):

@@ -20,6 +20,10 @@ from personas import services
 from personas.forms import PersonaForm
 from personas.models import Persona, Project
 
+admin.site.site_header = "Night Watch Memory administration"
+admin.site.site_title = "Night Watch Memory admin"
+admin.site.index_title = "Personas, projects and memory"
+
 SEED_ACTION = "seed_default_personas"
 URL_FIELDS = {models.URLField: {"assume_scheme": "https"}}
 
@@ -93,8 +97,7 @@ class MemoryInline(admin.TabularInline):
 class PersonaAdmin(admin.ModelAdmin):
     form = PersonaForm
     formfield_overrides = URL_FIELDS
-    list_display = ["name", "role", "state", "core_lessons", "working_lessons", "project_count", "provider_label",
-                    "updated_at"]
+    list_display = ["name", "role", "state", "core_lessons", "working_lessons", "project_count", "provider_label"]
     list_display_links = ["name"]
     list_filter = [ArchiveStateFilter, "is_active", "provider"]
     search_fields = ["name", "role"]

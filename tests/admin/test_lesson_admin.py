@@ -108,3 +108,15 @@ def test_viewer_staff_cannot_run_curation_actions(client, django_user_model, vie
     assert "protect" not in actions
     client.post(URL, {"action": "protect", "index": "0", ACTION_CHECKBOX_NAME: [lesson.pk]})
     assert not Lesson.objects.get(pk=lesson.pk).protected
+
+
+@pytest.mark.django_db
+def test_invisible_and_bidi_characters_are_shown_and_markup_escaped(admin_client):
+    lesson = make_lesson(MemoryFactory(), "Check \u202eevil\u202c and zero\u200bwidth <b>bold</b>")
+    list_html = admin_client.get(URL).content.decode()
+    page = admin_client.get(reverse("admin:memory_lesson_change", args=[lesson.pk])).content.decode()
+    for html in (list_html, page):
+        assert "⟦U+202E⟧" in html and "⟦U+200B⟧" in html
+        assert "&lt;b&gt;bold&lt;/b&gt;" in html and "<b>bold</b>" not in html
+    # the raw control character stays out of the visible page (title and breadcrumbs included)
+    assert "\u202e" not in page
