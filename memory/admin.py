@@ -206,6 +206,7 @@ class LessonAdmin(CurateActionsMixin, ReadOnlyMixin, admin.ModelAdmin):
     date_hierarchy = "lesson_date"
     list_select_related = ["memory__persona", "memory__project"]
     list_per_page = 50
+    ordering = ["-lesson_date", "-id"]
     actions = ["protect", "unprotect", "soft_delete", "restore"]
     inlines = [LessonRefInline, LessonConfirmationInline, LessonChangeInline]
     fields = ["memory", "tier", "category", "text_revealed", "relevance", "status", "protected", "lesson_date", "section",

@@ -38,6 +38,10 @@ def test_persona_admin_end_to_end(page, login, make_user, screenshot):
     assert "## Core Lessons" in prompt and "## Working Memory" in prompt
     screenshot("preview")
 
+    page.goto("/admin/memory/lesson/?q=right-to-left")
+    assert "⟦U+202E⟧" in page.locator("#result_list").inner_text()
+    screenshot("lessons")
+
     # delete archives; permanent delete needs the typed name
     persona = Persona.objects.get(name="Noor")
     page.goto(f"/admin/personas/persona/{persona.pk}/delete/")
