@@ -93,6 +93,13 @@ class MemoryAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False  # deleting a memory would drop its lessons; archive the persona instead
 
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "persona":
+            from personas.models import Persona
+
+            kwargs["queryset"] = Persona.objects.not_archived()
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
     @admin.display(description="core", ordering="n_core")
     def core_lessons(self, obj):
         return obj.n_core

@@ -334,6 +334,17 @@ class ProjectAdmin(admin.ModelAdmin):
             n_lessons=Count("memories__lessons", filter=Q(memories__lessons__status=LessonStatus.ACTIVE)),
         )
 
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def has_delete_permission(self, request, obj=None):
+        # Deleting a project would take every persona's memory of it along; only empty projects go.
+        if obj is not None and Memory.objects.filter(project=obj).exists():
+            return False
+        return super().has_delete_permission(request, obj)
+
     @admin.display(description="repository", ordering="repository_url")
     def repository_link(self, obj):
         if not obj.repository_url:

@@ -57,3 +57,10 @@ def test_refuses_when_debug_is_off(settings):
     with pytest.raises(CommandError, match="only runs with DEBUG on"):
         _run()
     assert not get_user_model().objects.filter(username="demo").exists()
+
+
+@pytest.mark.django_db
+def test_prints_a_chosen_address(settings):
+    settings.DEBUG = True
+    output = _run(url="http://127.0.0.1:8123")
+    assert "Open:     http://127.0.0.1:8123/" in output and "Admin:    http://127.0.0.1:8123/admin/" in output

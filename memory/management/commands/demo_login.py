@@ -16,6 +16,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--password", help="Use this password instead of a fresh random one.")
+        parser.add_argument("--url", default=DEMO_URL, help=f"The address to print (default {DEMO_URL}).")
 
     def handle(self, *args, **options):
         if not settings.DEBUG:
@@ -32,10 +33,11 @@ class Command(BaseCommand):
         user.is_superuser = True
         user.save()
         user.groups.add(Group.objects.get(name="approver"))
+        url = options["url"].rstrip("/") + "/"
         self.stdout.write(
             f"{'Created' if created else 'Reset'} the demo login.\n"
-            f"  Open:     {DEMO_URL}\n"
+            f"  Open:     {url}\n"
             f"  User:     {DEMO_USERNAME}\n"
             f"  Password: {password}\n"
-            f"  Admin:    {DEMO_URL}admin/\n"
+            f"  Admin:    {url}admin/\n"
         )
