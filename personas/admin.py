@@ -7,7 +7,7 @@ good is a separate page that asks for the persona's name to be typed.
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Count, Q
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -158,19 +158,21 @@ class PersonaAdmin(admin.ModelAdmin):
 
     @admin.action(description="Archive selected personas (memory is kept)", permissions=["change"])
     def archive_selected(self, request, queryset):
-        names = [services.persona_archive(persona=p).name for p in queryset.filter(archived_at__isnull=True)]
+        names = [self._archive(request, p).name for p in queryset.filter(archived_at__isnull=True)]
         self.message_user(request, f"Archived {len(names)} persona(s): {', '.join(names) or 'none'}. "
                                    "Their memory is kept; restore them any time.", messages.SUCCESS)
 
     @admin.action(description="Restore selected archived personas", permissions=["change"])
     def restore_selected(self, request, queryset):
-        names = [services.persona_restore(persona=p).name for p in queryset.filter(archived_at__isnull=False)]
+        names = [self._restore(request, p).name for p in queryset.filter(archived_at__isnull=False)]
         self.message_user(request, f"Restored {len(names)} persona(s): {', '.join(names) or 'none'}.",
                           messages.SUCCESS)
 
     @admin.action(description="Seed the four default personas (skips existing names)", permissions=["add"])
     def seed_default_personas(self, request, queryset=None):
         created, skipped = services.personas_seed_defaults()
+        for persona in Persona.objects.filter(name__in=created):
+            self.log_addition(request, persona, "Created as a default persona")
         if created:
             msg = f"Created {len(created)} default persona(s): {', '.join(created)}."
         else:
@@ -189,12 +191,22 @@ class PersonaAdmin(admin.ModelAdmin):
 
     # --- archive instead of delete ---------------------------------------------------------
 
+    def _archive(self, request, persona):
+        persona = services.persona_archive(persona=persona)
+        self.log_change(request, persona, "Archived (memory kept)")
+        return persona
+
+    def _restore(self, request, persona):
+        persona = services.persona_restore(persona=persona)
+        self.log_change(request, persona, "Restored from the archive")
+        return persona
+
     def delete_model(self, request, obj):
-        services.persona_archive(persona=obj)
+        self._archive(request, obj)
 
     def delete_queryset(self, request, queryset):
         for persona in queryset:
-            services.persona_archive(persona=persona)
+            self._archive(request, persona)
 
     def delete_view(self, request, object_id, extra_context=None):
         """The admin's Delete button: confirm, then archive. Nothing is removed."""
@@ -202,7 +214,7 @@ class PersonaAdmin(admin.ModelAdmin):
         if not self.has_delete_permission(request, persona):
             raise PermissionDenied
         if request.method == "POST":
-            services.persona_archive(persona=persona)
+            self._archive(request, persona)
             self.message_user(request, f"Archived “{persona.name}”. Its memory is kept; restore it any time.",
                               messages.SUCCESS)
             return HttpResponseRedirect(reverse("admin:personas_persona_changelist"))
@@ -258,7 +270,7 @@ class PersonaAdmin(admin.ModelAdmin):
         if not self.has_change_permission(request, persona):
             raise PermissionDenied
         if request.method == "POST":
-            services.persona_restore(persona=persona)
+            self._restore(request, persona)
             self.message_user(request, f"Restored “{persona.name}” with its memory.", messages.SUCCESS)
             return HttpResponseRedirect(reverse("admin:personas_persona_change", args=[persona.pk]))
         return self._confirm_page(
@@ -278,7 +290,10 @@ class PersonaAdmin(admin.ModelAdmin):
         error = None
         if request.method == "POST":
             try:
-                name = services.persona_hard_delete(persona=persona, confirm_name=request.POST.get("confirm_name", ""))
+                with transaction.atomic():  # the log entry goes only if the delete does
+                    self.log_deletions(request, Persona.objects.filter(pk=persona.pk))
+                    name = services.persona_hard_delete(
+                        persona=persona, confirm_name=request.POST.get("confirm_name", ""))
             except services.HardDeleteRefused as exc:
                 error = str(exc)
             else:

@@ -106,3 +106,20 @@ def test_hard_delete_is_for_superusers_only(client, django_user_model, persona_w
     url = reverse("admin:personas_persona_hard_delete", args=[persona.pk])
     assert client.post(url, {"confirm_name": "Maren"}).status_code == 403
     assert Persona.objects.filter(pk=persona.pk).exists()
+
+
+@pytest.mark.django_db
+def test_archive_restore_and_permanent_delete_are_logged(admin_client, persona_with_memory):
+    from django.contrib.admin.models import LogEntry
+
+    persona, _ = persona_with_memory
+    admin_client.post(reverse("admin:personas_persona_delete", args=[persona.pk]))
+    admin_client.post(reverse("admin:personas_persona_restore", args=[persona.pk]))
+    services.persona_archive(persona=persona)
+    url = reverse("admin:personas_persona_hard_delete", args=[persona.pk])
+    admin_client.post(url, {"confirm_name": "wrong"})
+    messages = list(LogEntry.objects.filter(object_id=str(persona.pk)).order_by("id")
+                    .values_list("action_flag", "change_message"))
+    assert [m for _, m in messages] == ["Archived (memory kept)", "Restored from the archive"]
+    admin_client.post(url, {"confirm_name": "Maren"})
+    assert LogEntry.objects.filter(object_id=str(persona.pk)).count() == 3
