@@ -1,0 +1,110 @@
+"""Writes to personas. Memory is keyed by the persona's id, so renames and archives never touch it."""
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from personas.models import Persona
+from personas.schema import validate_structured
+
+
+def check_persona_name(name, *, exclude_pk=None):
+    """The cleaned name, or a ValidationError saying why it cannot be used (names are unique ignoring case)."""
+    name = (name or "").strip()
+    if not name:
+        raise ValidationError("A persona needs a name.")
+    clash = Persona.objects.filter(name__iexact=name)
+    if exclude_pk is not None:
+        clash = clash.exclude(pk=exclude_pk)
+    other = clash.first()
+    if other is not None:
+        state = " (archived)" if other.is_archived else ""
+        raise ValidationError(
+            f"A persona named “{other.name}”{state} already exists; names are compared ignoring case."
+        )
+    return name
+
+
+def _name_or_field_error(name, *, exclude_pk=None):
+    try:
+        return check_persona_name(name, exclude_pk=exclude_pk)
+    except ValidationError as exc:
+        raise ValidationError({"name": exc.messages}) from None
+
+
+@transaction.atomic
+def persona_create(*, name, role="", soul=None, style=None, skill=None, **fields):
+    name = _name_or_field_error(name)
+    soul, style, skill = soul or {}, style or {}, skill or {}
+    for section, data in (("soul", soul), ("style", style), ("skill", skill)):
+        validate_structured(section, data)
+    return Persona.objects.create(name=name, role=role, soul=soul, style=style, skill=skill, **fields)
+
+
+@transaction.atomic
+def persona_rename(*, persona, new_name):
+    """Change the display name only; memories, lessons and tokens follow the id, not the name."""
+    persona = Persona.objects.select_for_update().get(pk=persona.pk)
+    persona.name = _name_or_field_error(new_name, exclude_pk=persona.pk)
+    persona.save(update_fields=["name", "updated_at"])
+    return persona
+
+
+@transaction.atomic
+def persona_archive(*, persona):
+    """Hide a persona from active lists. Its memory stays intact and comes back on restore."""
+    persona = Persona.objects.select_for_update().get(pk=persona.pk)
+    if persona.archived_at is None:
+        persona.archived_at = timezone.now()
+        persona.save(update_fields=["archived_at", "updated_at"])
+    return persona
+
+
+@transaction.atomic
+def persona_restore(*, persona):
+    persona = Persona.objects.select_for_update().get(pk=persona.pk)
+    if persona.archived_at is not None:
+        persona.archived_at = None
+        persona.save(update_fields=["archived_at", "updated_at"])
+    return persona
+
+
+class HardDeleteRefused(Exception):
+    """A permanent delete that was not confirmed exactly; the message says what is missing."""
+
+
+@transaction.atomic
+def persona_hard_delete(*, persona, confirm_name):
+    """Remove a persona and all its memory for good.
+
+    Only an archived persona can be removed, and only when `confirm_name` repeats its name exactly
+    (case included): a deliberate, typed confirmation, never a click by accident.
+    """
+    persona = Persona.objects.select_for_update().get(pk=persona.pk)
+    if persona.archived_at is None:
+        raise HardDeleteRefused(f"Archive {persona.name!r} first; only archived personas can be deleted for good.")
+    if (confirm_name or "").strip() != persona.name:
+        raise HardDeleteRefused(
+            f"The confirmation did not match. Type the persona's name exactly ({persona.name}) to delete it."
+        )
+    name = persona.name
+    persona.delete()
+    return name
+
+
+@transaction.atomic
+def personas_seed_defaults():
+    """Create the default personas that are missing. Existing ones (even archived or edited) are left alone.
+
+    Returns (created, skipped): lists of persona names.
+    """
+    from personas.defaults import DEFAULT_PERSONAS
+
+    created, skipped = [], []
+    for spec in DEFAULT_PERSONAS:
+        existing = Persona.objects.filter(name__iexact=spec["name"]).first()
+        if existing is not None:
+            skipped.append(existing.name)
+            continue
+        created.append(persona_create(**spec).name)
+    return created, skipped
