@@ -10,3 +10,4 @@ class MemoryConfig(AppConfig):
         from memory.roles import ensure_role_groups
 
         post_migrate.connect(ensure_role_groups, sender=self)
+        import memory.tasks  # noqa: F401  (features connect their signal receivers there)
