@@ -1,11 +1,14 @@
 """The compactor that needs no model: merge duplicates, then drop the least useful lessons down to the target."""
 
+import re
+
 from rapidfuzz import fuzz
 
 from memory.compaction.draft import Draft, DraftDrop, DraftLine
 from memory.models import normalize_text
 
-# Two lessons whose normalised words score at least this (0-100, order-insensitive) say the same thing.
+# Two lessons whose normalised words score at least this (0-100, order-insensitive) and that name the
+# same numbers, paths and identifiers say the same thing.
 NEAR_DUPLICATE_SCORE = 90
 DEFAULT_CATEGORY = "OBSERVATION"  # what an untagged (v1) bullet becomes
 RELEVANCE_RANK = {"low": 0, "medium": 1, "high": 2, "critical": 3}
@@ -29,6 +32,17 @@ class _Groups:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
+_TOKEN = re.compile(r"[\w./#:-]+")
+
+
+def _specifics(words):
+    """Numbers, paths and identifiers: lessons that differ in these are about different things."""
+    return frozenset(
+        tok.strip(".:-") for tok in _TOKEN.findall(words)
+        if any(ch.isdigit() for ch in tok) or "/" in tok or "_" in tok or "." in tok.strip(".")
+    )
+
+
 def _same_kind(a, b):
     return a.category == b.category or not a.category or not b.category
 
@@ -36,13 +50,15 @@ def _same_kind(a, b):
 def _duplicate_groups(lessons):
     groups = _Groups(len(lessons))
     words = [normalize_text(lesson.text) for lesson in lessons]
+    specifics = [_specifics(w) for w in words]
     for i, a in enumerate(lessons):
         for j in range(i + 1, len(lessons)):
             b = lessons[j]
             if not _same_kind(a, b):
                 continue
-            if a.content_hash == b.content_hash or fuzz.token_sort_ratio(
-                words[i], words[j], score_cutoff=NEAR_DUPLICATE_SCORE
+            if a.content_hash == b.content_hash or (
+                specifics[i] == specifics[j]
+                and fuzz.token_sort_ratio(words[i], words[j], score_cutoff=NEAR_DUPLICATE_SCORE)
             ):
                 groups.union(i, j)
     by_root = {}
