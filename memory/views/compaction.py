@@ -78,7 +78,10 @@ def compaction_line_edit(request, pk, line_pk):
             errors = [str(exc)]
         else:
             messages.success(request, f"Line {line.position} updated; the proposal was validated again.")
-            return _redirect(request, _detail_url(pk) + f"#line-{line.position}")
+            if request.htmx:
+                # A bare #fragment change would not reload the page, and the summary and diff must refresh.
+                return HttpResponseClientRedirect(_detail_url(pk))
+            return redirect(_detail_url(pk) + f"#line-{line.position}")
     if request.htmx:
         context = {"line": line, "form": form, "errors": errors, "proposal": line.proposal,
                    "categories": ALL_CATEGORIES}
