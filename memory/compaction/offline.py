@@ -76,8 +76,10 @@ def _line_for_group(group):
         (lesson,) = group
         return DraftLine(category=lesson.category or DEFAULT_CATEGORY, text=lesson.text, refs=_refs(lesson),
                          source_ids=[lesson.pk])
-    # The longest wording is usually the most specific one; refs of every copy are kept.
-    best = max(group, key=lambda l: (len(l.text), l.lesson_date, l.pk))
+    # The longest wording is usually the most specific one (ties: the tidiest, then the most recent
+    # wording); refs of every copy are kept.
+    best = max(group, key=lambda l: (len(normalize_text(l.text)), l.text[:1].isupper(), "  " not in l.text,
+                                     l.lesson_date, l.pk))
     refs = list(dict.fromkeys(ref for lesson in group for ref in _refs(lesson)))
     category = best.category or next((l.category for l in group if l.category), DEFAULT_CATEGORY)
     return DraftLine(category=category, text=best.text, refs=refs, source_ids=sorted(l.pk for l in group))

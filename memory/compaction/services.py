@@ -303,7 +303,7 @@ def _retire(lesson, batch, status, superseded_by=None):
 @transaction.atomic
 def compaction_revert(*, proposal, actor, reason=""):
     """Undo an applied compaction through the history (batch_revert); the receiver marks it reverted."""
-    proposal = CompactionProposal.objects.select_for_update().select_related("apply_batch").get(pk=proposal.pk)
+    proposal = CompactionProposal.objects.select_for_update().get(pk=proposal.pk)
     if proposal.status != CompactionProposal.Status.APPLIED or proposal.apply_batch is None:
         raise CompactionError("Only an applied compaction can be reverted.")
     return services.batch_revert(batch=proposal.apply_batch, actor=actor,
