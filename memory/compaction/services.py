@@ -311,13 +311,35 @@ def compaction_revert(*, proposal, actor, reason=""):
 
 
 def on_batch_reverted(sender, batch, revert_batch, **kwargs):
-    """A compaction's batch was reverted (here or from the history): follow it."""
-    if batch.kind != ChangeBatch.Kind.COMPACTION:
+    """A batch was reverted (from this page or from the history): keep proposals and links in step.
+
+    Reverting a compaction marks its proposal reverted; reverting that revert applies the
+    compaction again, and the re-applying batch becomes the one a later revert undoes.
+    """
+    proposal = CompactionProposal.objects.filter(apply_batch=batch).first()
+    if proposal is not None:
+        # The restored lessons are active again; they are no longer replaced by anything.
+        Lesson.objects.filter(pk__in=batch.changes.values("lesson_id"), status=LessonStatus.ACTIVE).update(
+            superseded_by=None
+        )
+        CompactionProposal.objects.filter(pk=proposal.pk).update(
+            status=CompactionProposal.Status.REVERTED,
+            reason=f"Reverted by {revert_batch.actor_display} ({revert_batch}).",
+        )
         return
-    created = batch.changes.filter(action=Change.Action.CREATE).values_list("lesson_id", flat=True)
-    # The restored lessons are active again; they are no longer replaced by anything.
-    Lesson.objects.filter(superseded_by__in=list(created), status=LessonStatus.ACTIVE).update(superseded_by=None)
-    CompactionProposal.objects.filter(apply_batch=batch).update(
-        status=CompactionProposal.Status.REVERTED,
-        reason=f"Reverted by {revert_batch.actor_display} ({revert_batch}).",
+    if batch.kind != ChangeBatch.Kind.REVERT:
+        return
+    original = ChangeBatch.objects.filter(reverted_by=batch).first()
+    proposal = CompactionProposal.objects.filter(apply_batch=original).first() if original else None
+    if proposal is None or proposal.status != CompactionProposal.Status.REVERTED:
+        return
+    created = Lesson.objects.filter(
+        pk__in=original.changes.filter(action=Change.Action.CREATE).values("lesson_id")
+    ).prefetch_related("derived_from").order_by("id")
+    for new in created:
+        Lesson.objects.filter(pk__in=[s.pk for s in new.derived_from.all()], status=LessonStatus.SUPERSEDED,
+                              superseded_by__isnull=True).update(superseded_by=new)
+    CompactionProposal.objects.filter(pk=proposal.pk).update(
+        status=CompactionProposal.Status.APPLIED, apply_batch=revert_batch,
+        reason=f"Applied again by {revert_batch.actor_display}, reverting {batch}.",
     )

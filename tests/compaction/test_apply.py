@@ -159,3 +159,21 @@ def test_reject_needs_a_reason_and_closes_the_proposal(memory, lessons, proposal
     assert proposal.status == "rejected" and proposal.reason == "Merges two unrelated retries"
     with pytest.raises(CompactionError):
         compaction_apply(proposal=proposal, actor=actor)
+
+
+def test_reverting_the_revert_applies_the_compaction_again(memory, lessons, proposal, actor):
+    original = working_set(memory)
+    compaction_apply(proposal=proposal, actor=actor)
+    compacted = memory_state(memory)["working"]
+    revert = compaction_revert(proposal=proposal, actor=actor)
+
+    services.batch_revert(batch=revert, actor=actor)
+
+    proposal.refresh_from_db()
+    assert proposal.status == CompactionProposal.Status.APPLIED
+    assert memory_state(memory)["working"] == compacted
+    merged = Lesson.objects.get(memory=memory, status="active", text__startswith="Queue worker retries")
+    assert Lesson.objects.get(pk=lessons["a"].pk).superseded_by == merged
+    compaction_revert(proposal=proposal, actor=actor)  # and it can be reverted again
+    assert working_set(memory) == original
+    assert Lesson.objects.get(pk=lessons["a"].pk).superseded_by is None
