@@ -5,7 +5,7 @@ from datetime import date, timedelta
 import pytest
 from django.urls import reverse
 
-from memory.compaction.services import compaction_propose
+from memory.compaction.services import StaleProposal, compaction_apply, compaction_propose
 from memory.models import CompactionProposal
 from tests.compaction.helpers import ScriptedEngine, memory_state
 from tests.factories import MemoryFactory, make_lesson
@@ -92,3 +92,17 @@ def test_review_page_query_count_does_not_grow_with_memory(client_for, approver,
     _review_queries(client, django_assert_num_queries, small.pk, 9)
     response = _review_queries(client, django_assert_num_queries, large.pk, 9)
     assert response.content.count(b'class="badge badge-') >= 60
+
+
+def test_pending_proposal_warns_when_memory_changed_and_stale_offers_regenerate(client_for, approver, proposal,
+                                                                                memory, actor):
+    client = client_for(approver)
+    assert b"stale-warning" not in client.get(reverse("compaction-detail", args=[proposal.pk])).content
+    make_lesson(memory, "Written after the proposal about src/late.py")
+    html = client.get(reverse("compaction-detail", args=[proposal.pk])).content.decode()
+    assert "Working memory changed since this proposal was computed" in html
+    with pytest.raises(StaleProposal):
+        compaction_apply(proposal=proposal, actor=actor)
+    html = client.get(reverse("compaction-detail", args=[proposal.pk])).content.decode()
+    assert "memory changed since this proposal — regenerate" in html
+    assert "Propose a new compaction for this memory" in html
