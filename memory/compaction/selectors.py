@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Prefetch, Q
+from django.utils.html import format_html_join
 
 from memory.formats.lines import render_working
 from memory.models import (
@@ -54,6 +55,7 @@ class ProposalReview:
     lines_after: int
     categories: list
     diff: list = field(default_factory=list)
+    diff_html: str = ""
     kind_counts: dict = field(default_factory=dict)
 
     @property
@@ -90,13 +92,13 @@ def _refs_of(line):
 
 
 def proposed_working_text(lines, inputs_by_id):
-    """working.md as it will read once the proposal is applied.
+    """working.md as it will read once the proposal is applied (input lessons carry `ref_list`).
 
     Mirrors compaction_apply: kept lessons stay where they are; every other line becomes a new
     lesson, appended after them in proposal order, dated like its newest source, in one new section.
     """
     kept_ids = {line.source_ids[0] for line in lines if line.kind == KEPT and line.source_ids[0] in inputs_by_id}
-    items = [(inputs_by_id[i], list(inputs_by_id[i].refs.all())) for i in sorted(kept_ids)]
+    items = [(inputs_by_id[i], inputs_by_id[i].ref_list) for i in sorted(kept_ids)]
     for line in lines:
         if line.kind == KEPT and line.source_ids[0] in inputs_by_id:
             continue
@@ -107,6 +109,11 @@ def proposed_working_text(lines, inputs_by_id):
         )
         items.append((pseudo, _refs_of(line)))
     return render_working(items)
+
+
+def unified_diff_html(rows):
+    """The diff rows as HTML spans. format_html_join escapes every text (lesson text is untrusted)."""
+    return format_html_join("", '<span class="diff-{}">{}</span>', rows)
 
 
 def unified_diff(before, after):
@@ -131,9 +138,10 @@ def unified_diff(before, after):
 
 def proposal_review(proposal):
     """Everything the review page shows, in a fixed number of queries whatever the memory's size."""
+    # to_attr: a plain list per lesson; a related manager per lesson costs more than the query itself.
     inputs = list(
         Lesson.objects.filter(pk__in=proposal.input_lesson_ids)
-        .prefetch_related(Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id")))
+        .prefetch_related(Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"), to_attr="ref_list"))
         .order_by("id")
     )
     inputs_by_id = {l.pk: l for l in inputs}
@@ -147,6 +155,7 @@ def proposal_review(proposal):
         for line in lines
     ]
     after_text = proposed_working_text(lines, inputs_by_id)
+    diff = unified_diff(proposal.before_text, after_text)
     before_counts = Counter(l.category or "untagged" for l in inputs)
     after_counts = Counter(l.category for l in lines)
     names = [c for c in ALL_CATEGORIES if before_counts[c] or after_counts[c]]
@@ -160,7 +169,8 @@ def proposal_review(proposal):
         lines_before=len(inputs),
         lines_after=len(lines),
         categories=[CategoryRow(c, before_counts[c], after_counts[c]) for c in names],
-        diff=unified_diff(proposal.before_text, after_text),
+        diff=diff,
+        diff_html=unified_diff_html(diff),
         kind_counts=Counter(l.kind for l in lines),
     )
 
