@@ -324,7 +324,7 @@ def on_batch_reverted(sender, batch, revert_batch, **kwargs):
         )
         CompactionProposal.objects.filter(pk=proposal.pk).update(
             status=CompactionProposal.Status.REVERTED,
-            reason=f"Reverted by {revert_batch.actor_display} ({revert_batch}).",
+            reason=f"{revert_batch} by {revert_batch.actor_display} on {revert_batch.created_at:%Y-%m-%d %H:%M}.",
         )
         return
     if batch.kind != ChangeBatch.Kind.REVERT:
@@ -341,5 +341,5 @@ def on_batch_reverted(sender, batch, revert_batch, **kwargs):
                               superseded_by__isnull=True).update(superseded_by=new)
     CompactionProposal.objects.filter(pk=proposal.pk).update(
         status=CompactionProposal.Status.APPLIED, apply_batch=revert_batch,
-        reason=f"Applied again by {revert_batch.actor_display}, reverting {batch}.",
+        reason=f"Applied again by {revert_batch.actor_display} ({revert_batch}, undoing {batch}).",
     )
