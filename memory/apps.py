@@ -10,5 +10,7 @@ class MemoryConfig(AppConfig):
         from memory.roles import ensure_role_groups
 
         post_migrate.connect(ensure_role_groups, sender=self)
-        import memory.promotions.receivers  # noqa: F401  (connects its signal receivers)
-        from memory.refinement import receivers  # noqa: F401
+        # Features connect their signal receivers at import time, in web and worker processes alike.
+        import memory.promotions.receivers  # noqa: F401
+        import memory.refinement.receivers  # noqa: F401
+        import memory.tasks  # noqa: F401

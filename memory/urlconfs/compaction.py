@@ -1,3 +1,13 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns = []
+from memory.views import compaction as views
+
+urlpatterns = [
+    path("", views.compaction_list, name="compaction-list"),
+    path("<int:pk>/", views.compaction_detail, name="compaction-detail"),
+    path("<int:pk>/apply/", views.compaction_apply_view, name="compaction-apply"),
+    path("<int:pk>/reject/", views.compaction_reject_view, name="compaction-reject"),
+    path("<int:pk>/revert/", views.compaction_revert_view, name="compaction-revert"),
+    path("<int:pk>/lines/<int:line_pk>/edit/", views.compaction_line_edit, name="compaction-line-edit"),
+    path("memories/<int:memory_pk>/propose/", views.compaction_propose_view, name="compaction-propose"),
+]

@@ -1,0 +1,197 @@
+"""Reads of the compaction feature: the review of one proposal (summary, lesson view, text diff) and lists."""
+
+import difflib
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date
+from types import SimpleNamespace
+
+from django.core.exceptions import ValidationError
+from django.db.models import Count, Prefetch, Q
+from django.utils.html import format_html_join
+
+from memory.formats.lines import render_working
+from memory.models import (
+    ALL_CATEGORIES,
+    CompactionProposal,
+    Lesson,
+    LessonRef,
+    LessonStatus,
+    Memory,
+    ProposalDrop,
+    Tier,
+)
+from memory.refs import parse_ref
+
+KEPT = "kept"
+
+
+@dataclass
+class CategoryRow:
+    category: str
+    before: int
+    after: int
+
+    @property
+    def delta(self):
+        return self.after - self.before
+
+
+@dataclass
+class LineView:
+    line: object
+    sources: list
+    missing_ids: list
+
+
+@dataclass
+class ProposalReview:
+    proposal: CompactionProposal
+    lines: list
+    drops: list
+    before_text: str
+    after_text: str
+    lines_before: int
+    lines_after: int
+    categories: list
+    diff: list = field(default_factory=list)
+    diff_html: str = ""
+    kind_counts: dict = field(default_factory=dict)
+
+    @property
+    def chars_before(self):
+        return len(self.before_text)
+
+    @property
+    def chars_after(self):
+        return len(self.after_text)
+
+    @property
+    def dropped_with_refs(self):
+        return sum(1 for d in self.drops if d.had_refs)
+
+
+def proposal_for_review(pk):
+    return (
+        CompactionProposal.objects.select_related(
+            "memory__persona", "memory__project", "created_by", "decided_by", "apply_batch__reverted_by"
+        )
+        .prefetch_related("lines", Prefetch("drops", queryset=ProposalDrop.objects.order_by("lesson_id")))
+        .get(pk=pk)
+    )
+
+
+def _refs_of(line):
+    refs = []
+    for text in line.refs:
+        try:
+            refs.append(parse_ref(text))
+        except ValidationError:
+            continue
+    return refs
+
+
+def proposed_working_text(lines, inputs_by_id):
+    """working.md as it will read once the proposal is applied (input lessons carry `ref_list`).
+
+    Mirrors compaction_apply: kept lessons stay where they are; every other line becomes a new
+    lesson, appended after them in proposal order, dated like its newest source, in one new section.
+    """
+    kept_ids = {line.source_ids[0] for line in lines if line.kind == KEPT and line.source_ids[0] in inputs_by_id}
+    items = [(inputs_by_id[i], inputs_by_id[i].ref_list) for i in sorted(kept_ids)]
+    for line in lines:
+        if line.kind == KEPT and line.source_ids[0] in inputs_by_id:
+            continue
+        dates = [inputs_by_id[i].lesson_date for i in line.source_ids if i in inputs_by_id]
+        pseudo = SimpleNamespace(
+            unparsed=False, tier=Tier.WORKING, category=line.category, text=line.text,
+            lesson_date=max(dates) if dates else date.today(), section=-1,
+        )
+        items.append((pseudo, _refs_of(line)))
+    return render_working(items)
+
+
+def unified_diff_html(rows):
+    """The diff rows as HTML spans. format_html_join escapes every text (lesson text is untrusted)."""
+    return format_html_join("", '<span class="diff-{}">{}</span>', rows)
+
+
+def unified_diff(before, after):
+    """(css class, text) per line of a unified diff of working.md."""
+    rows = []
+    for text in difflib.unified_diff(
+        before.splitlines(), after.splitlines(), "working.md (now)", "working.md (proposed)", lineterm="", n=2
+    ):
+        if text.startswith(("---", "+++")):
+            cls = "file"
+        elif text.startswith("@@"):
+            cls = "hunk"
+        elif text.startswith("+"):
+            cls = "add"
+        elif text.startswith("-"):
+            cls = "del"
+        else:
+            cls = "ctx"
+        rows.append((cls, text))
+    return rows
+
+
+def proposal_review(proposal):
+    """Everything the review page shows, in a fixed number of queries whatever the memory's size."""
+    # to_attr: a plain list per lesson; a related manager per lesson costs more than the query itself.
+    inputs = list(
+        Lesson.objects.filter(pk__in=proposal.input_lesson_ids)
+        .prefetch_related(Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"), to_attr="ref_list"))
+        .order_by("id")
+    )
+    inputs_by_id = {l.pk: l for l in inputs}
+    lines = sorted(proposal.lines.all(), key=lambda l: l.position)
+    drops = list(proposal.drops.all())
+    for drop in drops:
+        drop.lesson = inputs_by_id.get(drop.lesson_id)
+    line_views = [
+        LineView(line=line, sources=[inputs_by_id[i] for i in line.source_ids if i in inputs_by_id],
+                 missing_ids=[i for i in line.source_ids if i not in inputs_by_id])
+        for line in lines
+    ]
+    after_text = proposed_working_text(lines, inputs_by_id)
+    diff = unified_diff(proposal.before_text, after_text)
+    before_counts = Counter(l.category or "untagged" for l in inputs)
+    after_counts = Counter(l.category for l in lines)
+    names = [c for c in ALL_CATEGORIES if before_counts[c] or after_counts[c]]
+    names += sorted((set(before_counts) | set(after_counts)) - set(names))
+    return ProposalReview(
+        proposal=proposal,
+        lines=line_views,
+        drops=drops,
+        before_text=proposal.before_text,
+        after_text=after_text,
+        lines_before=len(inputs),
+        lines_after=len(lines),
+        categories=[CategoryRow(c, before_counts[c], after_counts[c]) for c in names],
+        diff=diff,
+        diff_html=unified_diff_html(diff),
+        kind_counts=Counter(l.kind for l in lines),
+    )
+
+
+def proposals_list(limit=50):
+    return list(
+        CompactionProposal.objects.select_related("memory__persona", "memory__project", "decided_by")
+        .annotate(line_count=Count("lines", distinct=True))
+        .order_by("-created_at", "-id")[:limit]
+    )
+
+
+def memories_with_working_counts():
+    return list(
+        Memory.objects.select_related("persona", "project")
+        .annotate(
+            working_count=Count("lessons", filter=Q(lessons__tier=Tier.WORKING, lessons__status=LessonStatus.ACTIVE),
+                                distinct=True),
+            pending_count=Count("compaction_proposals",
+                                filter=Q(compaction_proposals__status=CompactionProposal.Status.PENDING),
+                                distinct=True),
+        )
+        .order_by("persona__name", "project__name")
+    )

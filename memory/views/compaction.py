@@ -1,0 +1,148 @@
+"""Compaction pages: the list of proposals and the review of one (summary, lesson view, diff, decisions)."""
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from memory.compaction import selectors
+from memory.compaction.services import (
+    CompactionError,
+    compaction_apply,
+    compaction_line_update,
+    compaction_reject,
+    compaction_revert,
+)
+from memory.compaction.tasks import compaction_propose_task
+from memory.models import ALL_CATEGORIES, CompactionProposal, Memory, ProposalLine
+from memory.roles import APPROVE, approver_required, viewer_required
+from memory.services import Actor, RevertError
+
+
+def _detail_url(proposal_pk):
+    return reverse("compaction-detail", args=[proposal_pk])
+
+
+def _redirect(request, url):
+    if request.htmx:
+        return HttpResponseClientRedirect(url)
+    return redirect(url)
+
+
+@viewer_required
+def compaction_list(request):
+    context = {
+        "proposals": selectors.proposals_list(),
+        "memories": selectors.memories_with_working_counts(),
+        "can_approve": request.user.has_perm(APPROVE),
+    }
+    return TemplateResponse(request, "memory/compaction/list.html", context)
+
+
+def _review_context(request, pk, **extra):
+    try:
+        proposal = selectors.proposal_for_review(pk)
+    except CompactionProposal.DoesNotExist:
+        raise Http404("No such compaction proposal") from None
+    return {
+        "review": selectors.proposal_review(proposal),
+        "proposal": proposal,
+        "can_approve": request.user.has_perm(APPROVE),
+        "categories": ALL_CATEGORIES,
+        **extra,
+    }
+
+
+@viewer_required
+def compaction_detail(request, pk):
+    return TemplateResponse(request, "memory/compaction/detail.html", _review_context(request, pk))
+
+
+@approver_required
+def compaction_line_edit(request, pk, line_pk):
+    line = get_object_or_404(ProposalLine.objects.select_related("proposal"), pk=line_pk, proposal_id=pk)
+    form = {"category": line.category, "text": line.text, "refs": ", ".join(line.refs)}
+    errors = []
+    if request.method == "POST":
+        form = {key: request.POST.get(key, "") for key in ("category", "text", "refs")}
+        try:
+            compaction_line_update(line=line, actor=Actor.for_user(request.user), **form)
+        except ValidationError as exc:
+            errors = exc.messages
+        except CompactionError as exc:
+            errors = [str(exc)]
+        else:
+            messages.success(request, f"Line {line.position} updated; the proposal was validated again.")
+            if request.htmx:
+                # A bare #fragment change would not reload the page, and the summary and diff must refresh.
+                return HttpResponseClientRedirect(_detail_url(pk))
+            return redirect(_detail_url(pk) + f"#line-{line.position}")
+    if request.htmx:
+        context = {"line": line, "form": form, "errors": errors, "proposal": line.proposal,
+                   "categories": ALL_CATEGORIES}
+        return TemplateResponse(request, "memory/compaction/detail.html#line-edit", context)
+    context = _review_context(request, pk, editing_line_id=line.pk, form=form, errors=errors)
+    return TemplateResponse(request, "memory/compaction/detail.html", context)
+
+
+@require_POST
+@approver_required
+def compaction_apply_view(request, pk):
+    proposal = get_object_or_404(CompactionProposal, pk=pk)
+    try:
+        batch = compaction_apply(proposal=proposal, actor=Actor.for_user(request.user))
+    except CompactionError as exc:
+        messages.error(request, f"Not applied: {exc}")
+    else:
+        messages.success(request, f"Compaction applied as {batch}. It can be reverted from this page.")
+    return _redirect(request, _detail_url(pk))
+
+
+@require_POST
+@approver_required
+def compaction_reject_view(request, pk):
+    proposal = get_object_or_404(CompactionProposal, pk=pk)
+    try:
+        compaction_reject(proposal=proposal, actor=Actor.for_user(request.user), reason=request.POST.get("reason", ""))
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    except CompactionError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Proposal rejected; working memory is unchanged.")
+    return _redirect(request, _detail_url(pk))
+
+
+@require_POST
+@approver_required
+def compaction_revert_view(request, pk):
+    proposal = get_object_or_404(CompactionProposal, pk=pk)
+    try:
+        compaction_revert(proposal=proposal, actor=Actor.for_user(request.user), reason=request.POST.get("reason", ""))
+    except (CompactionError, RevertError) as exc:
+        messages.error(request, f"Not reverted: {exc}")
+    else:
+        messages.success(request, "Compaction reverted: working memory is as it was before.")
+    return _redirect(request, _detail_url(pk))
+
+
+@require_POST
+@approver_required
+def compaction_propose_view(request, memory_pk):
+    memory = get_object_or_404(Memory, pk=memory_pk)
+    pending = CompactionProposal.objects.filter(memory=memory, status=CompactionProposal.Status.PENDING).first()
+    if pending:
+        messages.info(request, "A proposal for this memory is already waiting for review.")
+        return _redirect(request, _detail_url(pending.pk))
+    if not memory.lessons.filter(tier="working", status="active").exists():
+        messages.error(request, "Working memory is empty; there is nothing to compact.")
+        return _redirect(request, reverse("compaction-list"))
+    user_id = request.user.pk
+    transaction.on_commit(lambda: compaction_propose_task.delay(memory.pk, user_id))
+    messages.success(request, f"Computing a compaction proposal for {memory}. It appears below when ready.")
+    return _redirect(request, reverse("compaction-list"))

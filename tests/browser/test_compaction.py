@@ -1,0 +1,90 @@
+"""An approver reviews a compaction in a real browser: reads the diff, edits a line, applies, then reverts."""
+
+from datetime import date, timedelta
+
+from memory import services
+from memory.compaction.services import compaction_propose
+from memory.models import CompactionProposal, Lesson
+from tests.factories import MemoryFactory, make_lesson
+
+
+def _memory_with_duplicates():
+    memory = MemoryFactory(persona__name="Priya", persona__role="QA Engineer", project__name="Night Watch CLI")
+    day = date(2026, 3, 1)
+    make_lesson(memory, "Flaky test: the scheduler spec sleeps 100ms instead of waiting on the job",
+                refs="tests/scheduler.spec.ts#L40-L52", day=day)
+    make_lesson(memory, "flaky test: the scheduler spec sleeps 100ms instead of waiting on the job.",
+                refs="tests/scheduler.spec.ts#L60", day=day + timedelta(days=2))
+    make_lesson(memory, "Coverage gap: no test drives the retry path of the uploader",
+                category="TODO", refs="src/upload/retry.ts#L10-L31", relevance="high", day=day)
+    make_lesson(memory, "Consider better error handling", category="HYPOTHESIS", relevance="low", vague=True,
+                day=day - timedelta(days=30))
+    make_lesson(memory, "Snapshot tests must run with TZ=UTC or dates shift", category="DECISION", protected=True,
+                refs="jest.config.js#L4", day=day)
+    for i in range(5):
+        make_lesson(memory, f"Old low-value note {i} about src/legacy/mod_{i}.py", relevance="low",
+                    day=day - timedelta(days=60 - i))
+    memory.compaction_target_lines = 5
+    memory.save()
+    return memory
+
+
+def test_review_edit_apply_and_revert(page, login, make_user, screenshot):
+    lead = make_user("lead", role="approver")
+    memory = _memory_with_duplicates()
+    proposal = compaction_propose(memory=memory, actor=services.Actor.job("compaction check"))
+    assert proposal.status == "pending", proposal.validation_errors
+    before = {(l.pk, l.text, l.status) for l in Lesson.objects.filter(memory=memory)}
+
+    login("lead")
+    page.goto("/compactions/")
+    page.get_by_role("link", name=f"#{proposal.pk}").click()
+    page.wait_for_url(f"**/compactions/{proposal.pk}/")
+    assert page.locator("#proposal-status").inner_text() == "Pending review"
+    diff = page.locator("pre.diff")
+    assert "working.md (proposed)" in diff.inner_text()
+    assert page.locator("pre.diff .diff-del").count() > 0
+    screenshot("review")
+
+    # Edit the merged line in place (htmx swaps the row for a form, then reloads the page).
+    merged_row = page.locator("tr.kind-merged").first
+    position = merged_row.locator("td").first.inner_text()
+    merged_row.get_by_role("link", name="Edit").click()
+    form = page.locator("tr.editing form")
+    form.locator("input[name=text]").fill("Scheduler spec is flaky: it sleeps 100ms instead of awaiting the job")
+    screenshot("editing")
+    form.get_by_role("button", name="Save line").click()
+    page.wait_for_selector("text=updated; the proposal was validated again")
+    row = page.locator(f"#line-{position}")
+    assert "awaiting the job" in row.inner_text() and "edited" in row.inner_text()
+    assert any("awaiting the job" in t for t in page.locator("pre.diff .diff-add").all_inner_texts())
+
+    page.get_by_role("button", name="Approve and apply").click()
+    page.wait_for_selector("text=Compaction applied")
+    assert page.locator("#proposal-status").inner_text() == "Applied"
+    assert Lesson.objects.filter(memory=memory, status="active",
+                                 text__contains="awaiting the job").exists()
+    screenshot("applied")
+
+    page.get_by_role("button", name="Revert this compaction").click()
+    page.wait_for_selector("text=Compaction reverted")
+    assert page.locator("#proposal-status").inner_text() == "Reverted"
+    assert CompactionProposal.objects.get(pk=proposal.pk).status == "reverted"
+    restored = {(l.pk, l.text, l.status) for l in Lesson.objects.filter(memory=memory, pk__in=[p for p, _, _ in before])}
+    assert restored == before
+    screenshot("reverted")
+
+
+def test_invalid_edit_shows_the_error_in_place(page, login, make_user):
+    make_user("lead", role="approver")
+    memory = _memory_with_duplicates()
+    proposal = compaction_propose(memory=memory, actor=services.Actor.job("compaction check"))
+    login("lead")
+    page.goto(f"/compactions/{proposal.pk}/")
+    row = page.locator("tr.kind-merged").first
+    row.get_by_role("link", name="Edit").click()
+    page.locator("tr.editing input[name=refs]").fill("")
+    page.locator("tr.editing").get_by_role("button", name="Save line").click()
+    page.wait_for_selector("tr.editing .errors")
+    assert "is in no proposed line" in page.locator("tr.editing .errors").inner_text()
+    assert CompactionProposal.objects.get(pk=proposal.pk).lines.filter(edited=True).count() == 0

@@ -1,0 +1,55 @@
+"""The list of proposals and memories, and the "Propose compaction" button."""
+
+from datetime import date, timedelta
+
+import pytest
+from django.urls import reverse
+
+from memory.compaction.services import compaction_propose
+from memory.models import CompactionProposal
+from tests.compaction.helpers import ScriptedEngine
+from tests.factories import MemoryFactory, make_lesson
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def proposal(memory, lessons, good_output, actor):
+    return compaction_propose(memory=memory, actor=actor, engine=ScriptedEngine(good_output))
+
+
+def big_memory(lines, **kwargs):
+    memory = MemoryFactory(**kwargs)
+    for i in range(lines):
+        make_lesson(memory, f"Observation {i % (lines * 2 // 3)} about src/area_{i % 7}/mod_{i % (lines * 2 // 3)}.py",
+                    refs=f"src/area_{i % 7}/mod_{i}.py#L{i + 1}-L{i + 9}", relevance=["low", "medium", "high"][i % 3],
+                    category=["OBSERVATION", "HYPOTHESIS", "TODO"][i % 3], day=date(2026, 1, 1) + timedelta(days=i % 50))
+    return memory
+
+
+def test_list_page_query_count_does_not_grow(client_for, approver, actor, django_assert_num_queries):
+    client = client_for(approver)
+    compaction_propose(memory=big_memory(5), actor=actor)
+    with django_assert_num_queries(6):
+        assert client.get(reverse("compaction-list")).status_code == 200
+    for _ in range(3):
+        compaction_propose(memory=big_memory(5), actor=actor)
+    # session, user, group perms, user perms, proposals, memories
+    with django_assert_num_queries(6):
+        response = client.get(reverse("compaction-list"))
+    assert response.content.count(b"Propose compaction") == 0  # every memory has one pending
+
+
+def test_propose_button(client_for, approver, memory, django_capture_on_commit_callbacks):
+    make_lesson(memory, "A lesson about src/a.py", refs="src/a.py#L1")
+    make_lesson(memory, "A lesson about src/a.py", refs="src/a.py#L2")
+    client = client_for(approver)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("compaction-propose", args=[memory.pk]))
+    assert response.status_code == 302
+    proposal = CompactionProposal.objects.get(memory=memory)
+    assert proposal.status == "pending" and proposal.created_by == approver and proposal.trigger == "manual"
+    assert [l.kind for l in proposal.lines.all()] == ["merged"]
+    again = client.post(reverse("compaction-propose", args=[memory.pk]))
+    assert again["Location"] == reverse("compaction-detail", args=[proposal.pk])
+    assert CompactionProposal.objects.count() == 1
