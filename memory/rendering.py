@@ -162,18 +162,37 @@ _TOKENS = re.compile(r"\s+|\w+|[^\w\s]")
 
 
 def text_diff(before, after):
-    """Word-level diff as [(op, text)], op in equal/delete/insert; templates render it escaped."""
+    """Word-level diff as [(op, text)], op in equal/delete/insert; templates render it escaped.
+
+    Short unchanged bits (a space, "the") between two edits are folded into the edit, so a
+    rewritten phrase reads as one deletion followed by one insertion rather than confetti.
+    """
     a = _TOKENS.findall(before or "")
     b = _TOKENS.findall(after or "")
-    out = []
+    regions = []  # ["equal", text] or ["change", deleted, inserted]
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
         if op == "equal":
-            out.append(("equal", "".join(a[i1:i2])))
+            regions.append(["equal", "".join(a[i1:i2])])
+        else:
+            regions.append(["change", "".join(a[i1:i2]), "".join(b[j1:j2])])
+    merged = []
+    for region in regions:
+        if (region[0] == "change" and len(merged) >= 2 and merged[-1][0] == "equal"
+                and merged[-2][0] == "change" and len(merged[-1][1].strip()) <= 3):
+            glue = merged.pop()[1]
+            merged[-1][1] += glue + region[1]
+            merged[-1][2] += glue + region[2]
+        else:
+            merged.append(region)
+    out = []
+    for region in merged:
+        if region[0] == "equal":
+            out.append(("equal", region[1]))
             continue
-        if op in ("delete", "replace"):
-            out.append(("delete", "".join(a[i1:i2])))
-        if op in ("insert", "replace"):
-            out.append(("insert", "".join(b[j1:j2])))
+        if region[1]:
+            out.append(("delete", region[1]))
+        if region[2]:
+            out.append(("insert", region[2]))
     return out
 
 
@@ -200,18 +219,19 @@ def snapshot_diff(before, after):
     """What one change did: the text diff and the other fields that changed (before → after)."""
     before = before or {}
     after = after or {}
+    created = not before
     fields = []
     for key, label in SNAPSHOT_FIELDS:
         if before.get(key) != after.get(key):
             fields.append({
                 "label": label,
-                "before": _field_text(before.get(key)) if before else "—",
+                "before": "" if created else _field_text(before.get(key)),
                 "after": _field_text(after.get(key)) if after else "—",
             })
-    text_changed = before.get("text") != after.get("text")
+    text_changed = not created and before.get("text") != after.get("text")
     return {
         "text": text_diff(before.get("text", ""), after.get("text", "")) if text_changed else None,
         "text_now": after.get("text") or before.get("text", ""),
         "fields": fields,
-        "created": not before,
+        "created": created,
     }

@@ -87,4 +87,6 @@ def batch_revert(request, batch_id):
         services.batch_revert(batch=batch, actor=actor_for(request), reason=reason_from(request))
     except RevertError as exc:
         return _reverted(request, default, error=str(exc))
-    return _reverted(request, default, done=f"{batch.get_kind_display()} #{batch.pk} reverted as one change.")
+    count = batch.changes.count()
+    return _reverted(request, default, done=f"{batch.get_kind_display()} #{batch.pk} reverted: "
+                     f"{count} change{'s' if count != 1 else ''} undone as one new batch.")

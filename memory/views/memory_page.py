@@ -73,6 +73,7 @@ def memory_detail(request, memory_id):
         "page": page,
         "groups": group_by_tier(lesson_rows(memory, page.object_list, compiled)),
         "compiled": compiled,
+        "cut_count": len(compiled.core_cut) + len(compiled.working_cut),
         "core_usage": core_usage,
         "working_usage": working_usage,
         "categories": ALL_CATEGORIES,

@@ -34,7 +34,7 @@ def test_viewer_gets_403(client_for, viewer, memory):
 def test_full_page_revert_of_a_whole_batch(client_for, curator, memory):
     batch, lessons = _job_batch(memory)
     response = client_for(curator).post(url(batch), {"reason": "noise"}, follow=True)
-    assert "reverted as one change" in response.content.decode()
+    assert "3 changes undone as one new batch" in response.content.decode()
     for lesson in lessons:
         lesson.refresh_from_db()
         assert lesson.status == LessonStatus.DELETED
