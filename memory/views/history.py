@@ -39,7 +39,9 @@ def memory_history(request, memory_id):
 def lesson_history(request, lesson_id):
     lesson = _get_lesson(lesson_id)
     page = Paginator(lesson_changes(lesson), CHANGES_PER_PAGE).get_page(request.GET.get("page"))
-    context = {"lesson": lesson, "memory": lesson.memory, "page": page,
+    project = lesson.memory.project
+    refs = [(ref, project.permalink(ref.path, ref.start_line, ref.end_line)) for ref in lesson.refs.all()]
+    context = {"lesson": lesson, "memory": lesson.memory, "page": page, "refs": refs,
                "entries": [_entry(c) for c in page.object_list]}
     template = "memory/lesson_history.html" + ("#history-list" if request.htmx else "")
     return TemplateResponse(request, template, context)

@@ -31,6 +31,9 @@ WORKING = [
      "src/common/flags.py", "medium"),
     ("DECISION", "Use UTC everywhere in the API; convert in the client.",
      "docs/adr/0007-time.md", "medium"),
+    # Hidden characters, as a poisoned reflection might carry them: the dashboard must show them.
+    ("OBSERVATION", "Requests from the gateway\u200b are trusted\u202e without a token check.",
+     "src/gateway/trust.py#L14", "high"),
 ]
 
 

@@ -30,6 +30,9 @@ def test_home_grid_and_memory_page(page, login, make_user, screenshot):
     expect(page.locator(".budget-marker")).to_have_count(1)
     # A viewer sees no curation buttons.
     expect(page.locator(".lesson-actions")).to_have_count(0)
+    # Hidden characters are shown as chips with a warning.
+    expect(page.locator(".lesson .invisible-char").first).to_have_text("⟦U+200B⟧")
+    expect(page.locator(".lesson .badge-danger")).to_contain_text("Hidden characters")
     screenshot("memory")
     page.get_by_role("link", name="Compiled prompt").click()
     expect(page.locator("pre.prompt")).to_contain_text("## Core Lessons")
@@ -41,12 +44,12 @@ def test_filter_by_category_and_path(page, login, make_user, screenshot):
     make_user("lead", role="viewer")
     login("lead")
     page.goto(f"/memories/{memory.pk}/")
-    expect(page.locator("article.lesson")).to_have_count(9)
+    expect(page.locator("article.lesson")).to_have_count(10)
     page.select_option("#f-category", "DECISION")  # htmx swaps the list on change
     expect(page.locator("article.lesson")).to_have_count(2)
     expect(page).to_have_url(re.compile(r"category=DECISION"))
     page.select_option("#f-category", "")
-    expect(page.locator("article.lesson")).to_have_count(9)
+    expect(page.locator("article.lesson")).to_have_count(10)
     page.fill("#f-path", "src/auth/")
     page.press("#f-path", "Enter")
     expect(page.locator("article.lesson")).to_have_count(3)
