@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from memory import services
-from memory.dashboard_selectors import lesson_with_context
+from memory.dashboard_selectors import active_by_memory, lesson_with_context, tier_usage
 from memory.models import ALL_CATEGORIES, CORE_CATEGORIES, Category, Lesson, Relevance, Tier
 from memory.refs import format_ref_list
 from memory.roles import curator_required, viewer_required
@@ -61,8 +61,15 @@ def _row_context(lesson, error=""):
     return {"row": row, "memory": lesson.memory, "error": error}
 
 
-def _row_response(request, lesson, error=""):
-    return TemplateResponse(request, "memory/partials/lesson_row.html", _row_context(lesson, error))
+def _row_response(request, lesson, error="", changed=False):
+    context = _row_context(lesson, error)
+    if changed:
+        # The counts and budget bars above the list follow the change (htmx out-of-band swap).
+        memory = context["memory"]
+        core, working = active_by_memory([memory.pk])[memory.pk]
+        context["core_usage"], context["working_usage"] = tier_usage(memory, core, working)
+        context["summary_oob"] = True
+    return TemplateResponse(request, "memory/partials/lesson_row.html", context)
 
 
 def _back(request, lesson):
@@ -94,7 +101,7 @@ def lesson_edit(request, lesson_id):
                 form.add_service_errors(exc)
             else:
                 if request.htmx:
-                    return _row_response(request, lesson)
+                    return _row_response(request, lesson, changed=True)
                 messages.success(request, "Lesson saved.")
                 return _back(request, lesson)
     else:
@@ -118,7 +125,7 @@ def _curate(request, lesson_id, action, done):
         messages.error(request, error)
         return _back(request, lesson)
     if request.htmx:
-        return _row_response(request, lesson)
+        return _row_response(request, lesson, changed=True)
     messages.success(request, done)
     return _back(request, lesson)
 

@@ -100,6 +100,7 @@ def test_delete_and_restore(page, login, make_user, screenshot):
     row.locator("input[name=reason]").fill("done in PR #900")
     row.get_by_role("button", name="Delete").click()
     expect(row.locator(".badge-status-deleted")).to_be_visible()
+    expect(page.locator("#memory-summary .stat-num").nth(1)).to_have_text("6")  # working count follows
     lesson.refresh_from_db()
     assert lesson.status == LessonStatus.DELETED
     screenshot("deleted")

@@ -27,6 +27,9 @@ def test_htmx_delete_is_soft_and_offers_restore(client_for, curator, lesson):
     lesson.refresh_from_db()
     assert lesson.status == LessonStatus.DELETED
     assert "Restore" in html and "Deleted" in html
+    # The summary above the list is refreshed out of band: one core lesson fewer.
+    assert 'id="memory-summary" aria-label="Memory summary" hx-swap-oob="true"' in html
+    assert '<span class="stat-num">0</span><span class="stat-label">core lessons</span>' in html
     change = Change.objects.filter(lesson=lesson).first()
     assert change.action == "delete" and change.batch.reason == "obsolete" and change.batch.actor_user == curator
 
