@@ -18,6 +18,9 @@ def _lesson(memory, text_start):
 def test_home_grid_and_memory_page(page, login, make_user, screenshot):
     memory = seed()
     make_user("lead", role="viewer")
+    page.goto(f"/memories/{memory.pk}/")  # anonymous: sent to the login form
+    expect(page).to_have_url(re.compile(r"/accounts/login/\?next="))
+    screenshot("login")
     login("lead")
     expect(page.locator("table.grid")).to_be_visible()
     expect(page.locator("tbody tr")).to_have_count(3)  # the archived persona is hidden
