@@ -32,3 +32,16 @@ def test_htmx_returns_the_list(client_for, viewer, lesson):
 
 def test_unknown_lesson_is_404(client_for, viewer, db):
     assert client_for(viewer).get("/lessons/424242/history/").status_code == 404
+
+
+def test_query_count_does_not_grow(client_for, viewer, curator, lesson, django_assert_num_queries):
+    # session, user, user perms, group perms, lesson (+memory, persona, project, interaction, superseded_by),
+    # its refs, its derived_from, count, page of changes with their batches
+    client = client_for(viewer)
+    actor = services.Actor.for_user(curator)
+    with django_assert_num_queries(9):
+        client.get(url(lesson))
+    for i in range(30):
+        services.lesson_update(lesson=lesson, actor=actor, text=f"Edit number {i}")
+    with django_assert_num_queries(9):
+        client.get(url(lesson))
