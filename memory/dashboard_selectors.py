@@ -3,11 +3,13 @@
 from collections import defaultdict
 from dataclasses import dataclass
 
+from django.core.cache import cache
 from django.db.models import Prefetch, Q
 
 from memory.formats.lines import render_core, render_working
 from memory.models import Change, ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, Tier
 from memory.review_queue import pending_review_counts
+from memory.selectors import compile_memory
 from personas.models import Persona, Project
 
 _REFS = Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"))
@@ -79,6 +81,33 @@ def home_grid(*, include_archived=False):
     rows = [(persona, [cells.get((persona.pk, p.pk)) for p in used_projects]) for persona in personas]
     archived_count = 0 if include_archived else Persona.objects.filter(archived_at__isnull=False).count()
     return {"projects": used_projects, "rows": rows, "archived_count": archived_count, "memory_count": len(memories)}
+
+
+@dataclass
+class BudgetState:
+    """Each tier's size against its budget, and which active lessons the compiled memory cuts."""
+
+    core: TierUsage
+    working: TierUsage
+    core_cut: list
+    working_cut: list
+
+    @property
+    def cut_ids(self):
+        return set(self.core_cut) | set(self.working_cut)
+
+
+def budget_state(memory):
+    """BudgetState of one memory, cached per memory version (every mutation bumps it)."""
+    key = f"nw:dash:budget:{memory.pk}:{memory.version}"
+    state = cache.get(key)
+    if state is None:
+        compiled = compile_memory(memory)
+        core, working = active_by_memory([memory.pk])[memory.pk]
+        core_usage, working_usage = tier_usage(memory, core, working)
+        state = BudgetState(core_usage, working_usage, compiled.core_cut, compiled.working_cut)
+        cache.set(key, state, timeout=24 * 3600)
+    return state
 
 
 # --- the memory page -------------------------------------------------------------------------

@@ -13,11 +13,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from memory import services
-from memory.dashboard_selectors import active_by_memory, lesson_with_context, tier_usage
+from memory.dashboard_selectors import budget_state, lesson_with_context
 from memory.models import ALL_CATEGORIES, CORE_CATEGORIES, Category, Lesson, Relevance, Tier
 from memory.refs import format_ref_list
 from memory.roles import curator_required, viewer_required
-from memory.selectors import compile_memory
 from memory.services import MAX_LESSON_CHARS
 from memory.views._common import actor_for, error_messages, reason_from, safe_next
 from memory.views.memory_page import lesson_rows
@@ -57,17 +56,16 @@ class LessonEditForm(forms.Form):
 
 def _row_context(lesson, error=""):
     lesson = lesson_with_context(lesson.pk)
-    row = lesson_rows(lesson.memory, [lesson], compile_memory(lesson.memory))[0]
-    return {"row": row, "memory": lesson.memory, "error": error}
+    budget = budget_state(lesson.memory)
+    row = lesson_rows(lesson.memory, [lesson], budget)[0]
+    return {"row": row, "memory": lesson.memory, "error": error, "budget": budget}
 
 
 def _row_response(request, lesson, error="", changed=False):
     context = _row_context(lesson, error)
     if changed:
         # The counts and budget bars above the list follow the change (htmx out-of-band swap).
-        memory = context["memory"]
-        core, working = active_by_memory([memory.pk])[memory.pk]
-        context["core_usage"], context["working_usage"] = tier_usage(memory, core, working)
+        context["core_usage"], context["working_usage"] = context["budget"].core, context["budget"].working
         context["summary_oob"] = True
     return TemplateResponse(request, "memory/partials/lesson_row.html", context)
 

@@ -2,10 +2,9 @@ from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 
-from memory.dashboard_selectors import STATUS_CHOICES, active_by_memory, lesson_queryset, tier_usage
+from memory.dashboard_selectors import STATUS_CHOICES, budget_state, lesson_queryset
 from memory.models import ALL_CATEGORIES, LessonStatus, Memory, Relevance, Tier
 from memory.roles import viewer_required
-from memory.selectors import compile_memory
 
 PAGE_SIZE = 50
 FILTERS = ("tier", "category", "relevance", "status", "q", "path")
@@ -26,9 +25,9 @@ def read_filters(params):
     return filters
 
 
-def lesson_rows(memory, lessons, compiled):
+def lesson_rows(memory, lessons, budget):
     """Rows for the lesson partial: permalinks, whether the budget keeps it, budget markers."""
-    cut = set(compiled.core_cut) | set(compiled.working_cut)
+    cut = budget.cut_ids
     rows, previous_in_prompt = [], {}
     for lesson in lessons:
         refs = [(ref, memory.project.permalink(ref.path, ref.start_line, ref.end_line)) for ref in lesson.refs.all()]
@@ -61,9 +60,7 @@ def memory_detail(request, memory_id):
     memory = get_object_or_404(Memory.objects.select_related("persona", "project"), pk=memory_id)
     filters = read_filters(request.GET)
     page = Paginator(lesson_queryset(memory, **filters), PAGE_SIZE).get_page(request.GET.get("page"))
-    compiled = compile_memory(memory)
-    core, working = active_by_memory([memory.pk])[memory.pk]
-    core_usage, working_usage = tier_usage(memory, core, working)
+    budget = budget_state(memory)
     query = request.GET.copy()
     query.pop("page", None)
     context = {
@@ -71,11 +68,10 @@ def memory_detail(request, memory_id):
         "filters": filters,
         "filtered": any(v for k, v in filters.items() if k != "status") or filters["status"] != "active",
         "page": page,
-        "groups": group_by_tier(lesson_rows(memory, page.object_list, compiled)),
-        "compiled": compiled,
-        "cut_count": len(compiled.core_cut) + len(compiled.working_cut),
-        "core_usage": core_usage,
-        "working_usage": working_usage,
+        "groups": group_by_tier(lesson_rows(memory, page.object_list, budget)),
+        "cut_count": len(budget.cut_ids),
+        "core_usage": budget.core,
+        "working_usage": budget.working,
         "categories": ALL_CATEGORIES,
         "relevances": Relevance.choices,
         "statuses": STATUS_CHOICES,

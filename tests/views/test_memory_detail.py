@@ -133,3 +133,15 @@ def test_query_count_does_not_grow_with_lessons(client_for, viewer, memory, djan
     _fill(memory, 990, start=10)
     with django_assert_num_queries(15):
         assert client.get(url(memory, "path=src/")).status_code == 200
+    # Budget state is cached per memory version: an unchanged memory skips those six queries.
+    with django_assert_num_queries(9):
+        assert client.get(url(memory)).status_code == 200
+
+
+def test_budget_state_follows_changes(client_for, curator, memory):
+    lesson = make_lesson(memory, "Only lesson", tier="core", category="PATTERN")
+    client = client_for(curator)
+    assert "1 core lessons" not in client.get(url(memory)).content.decode()
+    assert '<span class="stat-num">1</span><span class="stat-label">core lessons' in client.get(url(memory)).content.decode()
+    services.lesson_delete(lesson=lesson, actor=SYSTEM)
+    assert '<span class="stat-num">0</span><span class="stat-label">core lessons' in client.get(url(memory)).content.decode()
