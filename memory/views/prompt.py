@@ -3,7 +3,8 @@ from django.template.response import TemplateResponse
 
 from memory.models import Memory
 from memory.roles import viewer_required
-from memory.selectors import CORE_HEADING, WORKING_HEADING, compile_memory, compiled_memory_text
+from memory.dashboard_selectors import budget_state
+from memory.selectors import WORKING_HEADING, compiled_memory_text
 from personas.compiler import compile_system_prompt, persona_sections
 
 
@@ -32,15 +33,14 @@ def prompt_preview(request, memory_id):
     memory = get_object_or_404(Memory.objects.select_related("persona", "project"), pk=memory_id)
     memory_text = compiled_memory_text(memory)
     prompt = compile_system_prompt(memory.persona, memory_text)
-    compiled = compile_memory(memory)
+    budget = budget_state(memory)
     sections = [{"label": label, "chars": len(text)} for label, text in prompt_sections(memory.persona, memory_text)]
     context = {
         "memory": memory,
         "prompt": prompt,
         "sections": sections,
         "total_chars": len(prompt),
-        "compiled": compiled,
-        "cut_count": len(compiled.core_cut) + len(compiled.working_cut),
-        "core_heading": CORE_HEADING,
+        "budget": budget,
+        "cut_count": len(budget.cut_ids),
     }
     return TemplateResponse(request, "memory/prompt_preview.html", context)
