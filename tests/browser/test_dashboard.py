@@ -70,6 +70,11 @@ def test_edit_a_lesson_inline(page, login, make_user, screenshot):
     row.get_by_role("link", name="Edit").click()
     textarea = page.locator(f"#lesson-{lesson.pk} textarea[name=text]")
     expect(textarea).to_be_focused()  # keyboard users land in the form
+    textarea.press("Escape")  # and can leave it without a mouse
+    expect(page.locator(f"#lesson-{lesson.pk} textarea")).to_have_count(0)
+    row.get_by_role("link", name="Edit").focus()
+    page.keyboard.press("Enter")
+    expect(textarea).to_be_focused()
     screenshot("editing")
     textarea.fill("The retry decorator swallows `TimeoutError`; **re-raise** after the last attempt.")
     page.select_option(f"#id_relevance-{lesson.pk}", "high")
