@@ -1,10 +1,11 @@
-from django.contrib.auth.decorators import login_required
 from django.template.response import TemplateResponse
 
-from memory.models import Memory
+from memory.dashboard_selectors import home_grid
+from memory.roles import viewer_required
 
 
-@login_required
+@viewer_required
 def home(request):
-    memories = Memory.objects.select_related("persona", "project")
-    return TemplateResponse(request, "memory/home.html", {"memories": memories})
+    include_archived = request.GET.get("archived") == "1"
+    context = {"include_archived": include_archived, **home_grid(include_archived=include_archived)}
+    return TemplateResponse(request, "memory/home.html", context)

@@ -1,0 +1,168 @@
+"""Reads for the review dashboard: the home grid, the filtered lesson list, history."""
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.core.cache import cache
+from django.db.models import Prefetch, Q
+
+from memory.formats.lines import render_core, render_working
+from memory.models import Change, ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, Tier
+from memory.review_queue import pending_review_counts
+from memory.selectors import compile_memory
+from personas.models import Persona, Project
+
+_REFS = Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"))
+
+
+@dataclass
+class TierUsage:
+    count: int
+    chars: int
+    budget: int
+
+    @property
+    def over(self):
+        return self.chars > self.budget
+
+    @property
+    def percent(self):
+        return min(100, round(100 * self.chars / self.budget)) if self.budget else 100
+
+
+def tier_usage(memory, core_items, working_items):
+    """Size of each tier as the agent's files hold it, against the tier's budget."""
+    return (
+        TierUsage(len(core_items), len(render_core(core_items)), memory.core_char_budget),
+        TierUsage(len(working_items), len(render_working(working_items)), memory.working_char_budget),
+    )
+
+
+def active_by_memory(memory_ids):
+    """{memory_id: (core [(lesson, refs)], working [(lesson, refs)])} in two queries."""
+    grouped = defaultdict(lambda: ([], []))
+    lessons = (
+        Lesson.objects.filter(memory_id__in=memory_ids, status=LessonStatus.ACTIVE)
+        .only("id", "memory_id", "tier", "category", "text", "lesson_date", "section", "unparsed", "raw_line")
+        .prefetch_related(_REFS)
+        .order_by("id")
+    )
+    for lesson in lessons:
+        core, working = grouped[lesson.memory_id]
+        (core if lesson.tier == Tier.CORE else working).append((lesson, list(lesson.refs.all())))
+    return grouped
+
+
+@dataclass
+class GridCell:
+    memory: Memory
+    core: TierUsage
+    working: TierUsage
+    pending: int
+
+
+def home_grid(*, include_archived=False):
+    """Personas (rows) × projects (columns); a cell per existing memory. Query count is constant."""
+    personas = list(Persona.objects.all() if include_archived else Persona.objects.not_archived())
+    projects = list(Project.objects.all())
+    memories = list(Memory.objects.filter(persona__in=personas).select_related("persona", "project"))
+    memory_ids = [m.pk for m in memories]
+    active = active_by_memory(memory_ids)
+    pending = pending_review_counts(memory_ids)
+    cells = {}
+    for memory in memories:
+        core, working = active[memory.pk]
+        core_usage, working_usage = tier_usage(memory, core, working)
+        cells[(memory.persona_id, memory.project_id)] = GridCell(
+            memory, core_usage, working_usage, pending.get(memory.pk, 0)
+        )
+    # Only projects some listed persona remembers; an empty column is noise.
+    used_projects = [p for p in projects if any((persona.pk, p.pk) in cells for persona in personas)]
+    rows = [(persona, [cells.get((persona.pk, p.pk)) for p in used_projects]) for persona in personas]
+    archived_count = 0 if include_archived else Persona.objects.filter(archived_at__isnull=False).count()
+    return {"projects": used_projects, "rows": rows, "archived_count": archived_count, "memory_count": len(memories)}
+
+
+@dataclass
+class BudgetState:
+    """Each tier's size against its budget, and which active lessons the compiled memory cuts."""
+
+    core: TierUsage
+    working: TierUsage
+    core_cut: list
+    working_cut: list
+
+    @property
+    def cut_ids(self):
+        return set(self.core_cut) | set(self.working_cut)
+
+
+def budget_state(memory):
+    """BudgetState of one memory, cached per memory version (every mutation bumps it)."""
+    key = f"nw:dash:budget:{memory.pk}:{memory.version}"
+    state = cache.get(key)
+    if state is None:
+        compiled = compile_memory(memory)
+        core, working = active_by_memory([memory.pk])[memory.pk]
+        core_usage, working_usage = tier_usage(memory, core, working)
+        state = BudgetState(core_usage, working_usage, compiled.core_cut, compiled.working_cut)
+        cache.set(key, state, timeout=24 * 3600)
+    return state
+
+
+# --- the memory page -------------------------------------------------------------------------
+
+STATUS_CHOICES = [("active", "Active"), ("promoted", "Promoted"), ("superseded", "Superseded"),
+                  ("deleted", "Deleted"), ("all", "Any status")]
+
+
+def lesson_queryset(memory, *, tier="", category="", relevance="", status="active", q="", path=""):
+    """The memory page's lessons: core first, then working, each in file order."""
+    lessons = Lesson.objects.filter(memory=memory)
+    if tier:
+        lessons = lessons.filter(tier=tier)
+    if category:
+        lessons = lessons.filter(category="" if category == "none" else category)
+    if relevance:
+        lessons = lessons.filter(relevance=relevance)
+    if status and status != "all":
+        lessons = lessons.filter(status=status)
+    if q:
+        lessons = lessons.filter(Q(text__icontains=q) | Q(refs__path__icontains=q)).distinct()
+    if path:
+        lessons = lessons.touching_path(path)
+    return (
+        lessons.select_related("interaction", "superseded_by")
+        .prefetch_related(_REFS, Prefetch("derived_from", queryset=Lesson.objects.only("id", "tier", "text")))
+        .order_by("tier", "id")  # "core" sorts before "working"
+    )
+
+
+def lesson_with_context(lesson_id):
+    return (
+        Lesson.objects.select_related("memory__persona", "memory__project", "interaction", "superseded_by")
+        .prefetch_related(_REFS, Prefetch("derived_from", queryset=Lesson.objects.only("id", "tier", "text")))
+        .get(pk=lesson_id)
+    )
+
+
+# --- history ---------------------------------------------------------------------------------
+
+def memory_batches(memory):
+    """Batches newest first with their changes; paginate the result."""
+    return (
+        ChangeBatch.objects.filter(memory=memory)
+        .select_related("actor_user", "reverted_by", "reverts")
+        .prefetch_related(
+            Prefetch("changes", queryset=Change.objects.select_related("lesson", "reverted_by").order_by("id"))
+        )
+        .order_by("-created_at", "-id")
+    )
+
+
+def lesson_changes(lesson):
+    return (
+        Change.objects.filter(lesson=lesson)
+        .select_related("batch__actor_user", "batch__reverted_by", "reverted_by")
+        .order_by("-created_at", "-id")
+    )

@@ -1,0 +1,83 @@
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+
+from memory.dashboard_selectors import STATUS_CHOICES, budget_state, lesson_queryset
+from memory.models import ALL_CATEGORIES, LessonStatus, Memory, Relevance, Tier
+from memory.roles import viewer_required
+
+PAGE_SIZE = 50
+FILTERS = ("tier", "category", "relevance", "status", "q", "path")
+
+
+def read_filters(params):
+    filters = {key: (params.get(key) or "").strip() for key in FILTERS}
+    if filters["tier"] not in ("", *Tier.values):
+        filters["tier"] = ""
+    if filters["category"] not in ("", "none", *ALL_CATEGORIES):
+        filters["category"] = ""
+    if filters["relevance"] not in ("", *Relevance.values):
+        filters["relevance"] = ""
+    if filters["status"] not in dict(STATUS_CHOICES):
+        filters["status"] = "active"
+    filters["q"] = filters["q"][:200]
+    filters["path"] = filters["path"][:500]
+    return filters
+
+
+def lesson_rows(memory, lessons, budget):
+    """Rows for the lesson partial: permalinks, whether the budget keeps it, budget markers."""
+    cut = budget.cut_ids
+    rows, previous_in_prompt = [], {}
+    for lesson in lessons:
+        refs = [(ref, memory.project.permalink(ref.path, ref.start_line, ref.end_line)) for ref in lesson.refs.all()]
+        active = lesson.status == LessonStatus.ACTIVE
+        in_prompt = active and lesson.pk not in cut
+        marker = ""
+        if active:
+            before = previous_in_prompt.get(lesson.tier)
+            if before is True and not in_prompt:
+                marker = "cut-start"
+            elif before is False and in_prompt:
+                marker = "cut-end"
+            previous_in_prompt[lesson.tier] = in_prompt
+        rows.append({"lesson": lesson, "refs": refs, "active": active, "cut": active and not in_prompt,
+                     "marker": marker})
+    return rows
+
+
+def group_by_tier(rows):
+    groups = []
+    for tier, label in ((Tier.CORE, "Core Lessons"), (Tier.WORKING, "Working Memory")):
+        tier_rows = [r for r in rows if r["lesson"].tier == tier]
+        if tier_rows:
+            groups.append({"tier": tier, "label": label, "rows": tier_rows})
+    return groups
+
+
+@viewer_required
+def memory_detail(request, memory_id):
+    memory = get_object_or_404(Memory.objects.select_related("persona", "project"), pk=memory_id)
+    filters = read_filters(request.GET)
+    page = Paginator(lesson_queryset(memory, **filters), PAGE_SIZE).get_page(request.GET.get("page"))
+    budget = budget_state(memory)
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "memory": memory,
+        "filters": filters,
+        "filtered": any(v for k, v in filters.items() if k != "status") or filters["status"] != "active",
+        "page": page,
+        "groups": group_by_tier(lesson_rows(memory, page.object_list, budget)),
+        "cut_count": len(budget.cut_ids),
+        "core_usage": budget.core,
+        "working_usage": budget.working,
+        "categories": ALL_CATEGORIES,
+        "relevances": Relevance.choices,
+        "statuses": STATUS_CHOICES,
+        "query_string": query.urlencode(),
+    }
+    template = "memory/memory_detail.html"
+    if request.htmx and request.htmx.target == "lesson-list":
+        template += "#lesson-list"
+    return TemplateResponse(request, template, context)

@@ -1,0 +1,46 @@
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+
+from memory.models import Memory
+from memory.roles import viewer_required
+from memory.dashboard_selectors import budget_state
+from memory.selectors import WORKING_HEADING, compiled_memory_text
+from personas.compiler import compile_system_prompt, persona_sections
+
+
+def _label(section, index, persona):
+    if persona.system_prompt_override.strip():
+        return "System prompt override"
+    if index == 0:
+        return "Identity"
+    first = section.splitlines()[0]
+    return first.lstrip("#").strip() if first.startswith("## ") else f"Section {index + 1}"
+
+
+def prompt_sections(persona, memory_text):
+    """(label, text) for each part of the compiled prompt, in the order the agent reads them."""
+    sections = [(_label(s, i, persona), s) for i, s in enumerate(persona_sections(persona))]
+    if memory_text.strip():
+        core, _, working = memory_text.partition(WORKING_HEADING)
+        sections.append(("Core Lessons", core.rstrip("\n")))
+        if working:
+            sections.append(("Working Memory", (WORKING_HEADING + working).rstrip("\n")))
+    return sections
+
+
+@viewer_required
+def prompt_preview(request, memory_id):
+    memory = get_object_or_404(Memory.objects.select_related("persona", "project"), pk=memory_id)
+    memory_text = compiled_memory_text(memory)
+    prompt = compile_system_prompt(memory.persona, memory_text)
+    budget = budget_state(memory)
+    sections = [{"label": label, "chars": len(text)} for label, text in prompt_sections(memory.persona, memory_text)]
+    context = {
+        "memory": memory,
+        "prompt": prompt,
+        "sections": sections,
+        "total_chars": len(prompt),
+        "budget": budget,
+        "cut_count": len(budget.cut_ids),
+    }
+    return TemplateResponse(request, "memory/prompt_preview.html", context)

@@ -1,0 +1,47 @@
+from memory import services
+from tests.views.conftest import assert_login_redirect
+
+
+def url(lesson):
+    return f"/lessons/{lesson.pk}/history/"
+
+
+def test_anonymous_goes_to_login(client, lesson):
+    assert_login_redirect(client.get(url(lesson)))
+
+
+def test_changes_newest_first_with_diff(client_for, viewer, curator, lesson):
+    actor = services.Actor.for_user(curator)
+    services.lesson_update(lesson=lesson, actor=actor, reason="fix wording", text="Always verify the session user")
+    services.lesson_set_protected(lesson=lesson, protected=True, actor=actor, reason="foundational")
+    html = client_for(viewer).get(url(lesson)).content.decode()
+    assert html.index("Protected") < html.index("fix wording") < html.index("Created")
+    assert "<del>" in html and "<ins>" in html
+    assert "change_revert" not in html and "/revert/" not in html
+
+
+def test_curator_can_revert_from_here(client_for, curator, lesson):
+    html = client_for(curator).get(url(lesson)).content.decode()
+    assert "/revert/" in html
+
+
+def test_htmx_returns_the_list(client_for, viewer, lesson):
+    html = client_for(viewer).get(url(lesson), HTTP_HX_REQUEST="true").content.decode()
+    assert html.lstrip().startswith('<div id="history-list"')
+
+
+def test_unknown_lesson_is_404(client_for, viewer, db):
+    assert client_for(viewer).get("/lessons/424242/history/").status_code == 404
+
+
+def test_query_count_does_not_grow(client_for, viewer, curator, lesson, django_assert_num_queries):
+    # session, user, user perms, group perms, lesson (+memory, persona, project, interaction, superseded_by),
+    # its refs, its derived_from, count, page of changes with their batches
+    client = client_for(viewer)
+    actor = services.Actor.for_user(curator)
+    with django_assert_num_queries(9):
+        client.get(url(lesson))
+    for i in range(30):
+        services.lesson_update(lesson=lesson, actor=actor, text=f"Edit number {i}")
+    with django_assert_num_queries(9):
+        client.get(url(lesson))

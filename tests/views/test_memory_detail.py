@@ -1,0 +1,147 @@
+import re
+
+from memory import services
+from tests.factories import SYSTEM, make_lesson
+from tests.views.conftest import assert_login_redirect
+
+
+def url(memory, query=""):
+    return f"/memories/{memory.pk}/" + (f"?{query}" if query else "")
+
+
+def lesson_ids(html):
+    return [int(x) for x in re.findall(r'id="lesson-(\d+)"', html)]
+
+
+def test_anonymous_goes_to_login(client, memory):
+    assert_login_redirect(client.get(url(memory)))
+
+
+def test_viewer_sees_lessons_without_curation_buttons(client_for, viewer, memory, lesson):
+    html = client_for(viewer).get(url(memory)).content.decode()
+    assert "Core Lessons" in html
+    assert "<code>session.user</code>" in html  # markdown rendered
+    assert 'href="https://github.com/example/app/blob/main/src/auth/login.py#L42-L45"' in html
+    assert "PATTERN" in html
+    assert f"/lessons/{lesson.pk}/delete/" not in html
+    assert f"/lessons/{lesson.pk}/edit/" not in html
+    assert "Protect" not in html
+
+
+def test_curator_sees_curation_buttons(client_for, curator, memory, lesson):
+    html = client_for(curator).get(url(memory)).content.decode()
+    assert f"/lessons/{lesson.pk}/delete/" in html
+    assert f"/lessons/{lesson.pk}/edit/" in html
+
+
+def test_unsafe_lesson_text_renders_inert(client_for, viewer, memory):
+    make_lesson(memory, "<script>alert(1)</script>")
+    make_lesson(memory, "[x](javascript:alert(1)) and [ok](https://example.com/a)")
+    html = client_for(viewer).get(url(memory)).content.decode()
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert 'href="javascript' not in html.lower()
+    assert "[x](javascript:alert(1))" in html
+    assert '<a href="https://example.com/a" rel="nofollow noopener noreferrer">ok</a>' in html
+
+
+def test_hidden_characters_are_shown_with_a_warning(client_for, viewer, memory):
+    make_lesson(memory, "Trust the admin\u202e flag\u200b here")
+    html = client_for(viewer).get(url(memory)).content.decode()
+    assert "⟦U+202E⟧" in html and "⟦U+200B⟧" in html
+    assert "Hidden characters" in html
+    assert "\u202e" not in html
+
+
+def test_filters(client_for, viewer, memory):
+    auth = make_lesson(memory, "Auth rule", category="DECISION", refs="src/auth/login.py#L3")
+    other = make_lesson(memory, "Billing note", category="OBSERVATION", refs="src/billing/pay.py", relevance="high")
+    core = make_lesson(memory, "Core pattern", category="PATTERN", tier="core")
+    gone = make_lesson(memory, "Removed lesson", category="TODO")
+    services.lesson_delete(lesson=gone, actor=SYSTEM)
+    client = client_for(viewer)
+    get = lambda q: lesson_ids(client.get(url(memory, q)).content.decode())  # noqa: E731
+    assert get("") == [core.pk, auth.pk, other.pk]
+    assert get("category=DECISION") == [auth.pk]
+    assert get("path=src/auth/") == [auth.pk]
+    assert get("path=src/auth") == [auth.pk]
+    assert get("path=src/auth/login.py") == [auth.pk]
+    assert get("tier=core") == [core.pk]
+    assert get("relevance=high") == [other.pk]
+    assert get("q=billing") == [other.pk]
+    assert get("status=deleted") == [gone.pk]
+    assert get("status=all") == [core.pk, auth.pk, other.pk, gone.pk]
+    assert get("category=bogus&tier=nope") == [core.pk, auth.pk, other.pk]
+
+
+def test_empty_results_show_an_empty_state(client_for, viewer, memory, lesson):
+    html = client_for(viewer).get(url(memory, "q=nothing-matches")).content.decode()
+    assert "No lessons match these filters" in html
+
+
+def test_budget_cut_marker(client_for, viewer, memory):
+    memory.working_char_budget = 120
+    memory.save()
+    old = make_lesson(memory, "An old working lesson that will not fit in the budget any more")
+    new = make_lesson(memory, "A recent working lesson that fits")
+    html = client_for(viewer).get(url(memory)).content.decode()
+    assert "budget starts here" in html
+    assert html.index(f'id="lesson-{old.pk}"') < html.index("budget starts here") < html.index(f'id="lesson-{new.pk}"')
+    assert "Not in prompt" in html
+
+
+def test_htmx_filter_returns_only_the_list(client_for, viewer, memory, lesson):
+    response = client_for(viewer).get(url(memory, "tier=core"), HTTP_HX_REQUEST="true", HTTP_HX_TARGET="lesson-list")
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="lesson-list"')
+    assert "<html" not in html
+    assert lesson_ids(html) == [lesson.pk]
+
+
+def test_full_page_branch_has_layout(client_for, viewer, memory, lesson):
+    html = client_for(viewer).get(url(memory)).content.decode()
+    assert "<html" in html and 'id="lesson-list"' in html
+
+
+def test_pagination(client_for, viewer, memory):
+    for i in range(55):
+        make_lesson(memory, f"Lesson {i}")
+    client = client_for(viewer)
+    first = client.get(url(memory)).content.decode()
+    second = client.get(url(memory, "page=2")).content.decode()
+    assert len(lesson_ids(first)) == 50 and len(lesson_ids(second)) == 5
+    assert "Page 1 of 2" in first
+
+
+def test_unknown_memory_is_404(client_for, viewer, db):
+    assert client_for(viewer).get("/memories/999999/").status_code == 404
+
+
+def _fill(memory, n, start=0):
+    for i in range(start, start + n):
+        make_lesson(memory, f"Lesson {i} on src/m{i}.py", refs=f"src/m{i}.py#L{i + 1}",
+                    tier="core" if i % 10 == 0 else "working", category="PATTERN")
+
+
+def test_query_count_does_not_grow_with_lessons(client_for, viewer, memory, django_assert_num_queries):
+    # session, user, user perms, group perms, memory, count, page of lessons, their refs,
+    # their derived_from; compile_memory: core + refs, working + refs; usage: lessons + refs
+    client = client_for(viewer)
+    _fill(memory, 10)
+    with django_assert_num_queries(15):
+        assert client.get(url(memory, "path=src/")).status_code == 200
+    _fill(memory, 990, start=10)
+    with django_assert_num_queries(15):
+        assert client.get(url(memory, "path=src/")).status_code == 200
+    # Budget state is cached per memory version: an unchanged memory skips those six queries.
+    with django_assert_num_queries(9):
+        assert client.get(url(memory)).status_code == 200
+
+
+def test_budget_state_follows_changes(client_for, curator, memory):
+    lesson = make_lesson(memory, "Only lesson", tier="core", category="PATTERN")
+    client = client_for(curator)
+    assert "1 core lessons" not in client.get(url(memory)).content.decode()
+    assert '<span class="stat-num">1</span><span class="stat-label">core lessons' in client.get(url(memory)).content.decode()
+    services.lesson_delete(lesson=lesson, actor=SYSTEM)
+    assert '<span class="stat-num">0</span><span class="stat-label">core lessons' in client.get(url(memory)).content.decode()

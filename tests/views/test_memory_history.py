@@ -1,0 +1,58 @@
+from memory import services
+from memory.models import ChangeBatch
+from tests.factories import make_lesson
+from tests.views.conftest import assert_login_redirect
+
+
+def url(memory):
+    return f"/memories/{memory.pk}/history/"
+
+
+def test_anonymous_goes_to_login(client, memory):
+    assert_login_redirect(client.get(url(memory)))
+
+
+def test_newest_first_with_who_what_why_and_diff(client_for, viewer, curator, memory, lesson):
+    services.lesson_update(lesson=lesson, actor=services.Actor.for_user(curator), reason="tighter wording",
+                           text="Always check session.user in login")
+    job = services.batch_create(memory=memory, kind=ChangeBatch.Kind.REFINEMENT, actor=services.Actor.job("refinement run 7"),
+                                label="dedupe")
+    make_lesson(memory, "Added by the job", batch=job)
+    html = client_for(viewer).get(url(memory)).content.decode()
+    assert html.index("refinement run 7") < html.index("tighter wording") < html.index("tests")
+    assert "<del>" in html
+    assert "<ins>" in html and "curator" in html
+    assert "Revert" not in html  # a viewer gets no buttons
+
+
+def test_curator_gets_revert_buttons(client_for, curator, memory, lesson):
+    html = client_for(curator).get(url(memory)).content.decode()
+    assert "/batches/" in html and "/revert/" in html
+
+
+def test_htmx_returns_the_list(client_for, viewer, memory, lesson):
+    html = client_for(viewer).get(url(memory), HTTP_HX_REQUEST="true").content.decode()
+    assert html.lstrip().startswith('<div id="history-list"') and "<html" not in html
+
+
+def test_hidden_characters_flagged_in_history(client_for, viewer, memory):
+    make_lesson(memory, "Looks harmless\u2066 but is not")
+    html = client_for(viewer).get(url(memory)).content.decode()
+    assert "⟦U+2066⟧" in html and "Hidden characters" in html
+
+
+def test_empty_state(client_for, viewer, memory):
+    assert "No history yet" in client_for(viewer).get(url(memory)).content.decode()
+
+
+def test_query_count_does_not_grow(client_for, viewer, memory, django_assert_num_queries):
+    # session, user, user perms, group perms, memory, count, batches page, their changes
+    client = client_for(viewer)
+    for i in range(3):
+        make_lesson(memory, f"Lesson {i}")
+    with django_assert_num_queries(8):
+        client.get(url(memory))
+    for i in range(40):
+        make_lesson(memory, f"More {i}")
+    with django_assert_num_queries(8):
+        client.get(url(memory))
