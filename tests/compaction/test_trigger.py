@@ -69,7 +69,8 @@ def test_core_lessons_do_not_count(memory, add):
     assert not CompactionProposal.objects.exists()
 
 
-def test_an_llm_persona_without_a_working_engine_gets_an_invalid_proposal_with_the_reason(memory, add):
+def test_an_llm_persona_without_a_key_gets_an_invalid_proposal_with_the_reason(memory, add, settings):
+    settings.ANTHROPIC_API_KEY = ""
     memory.persona.provider = "anthropic"
     memory.persona.save()
     memory.max_working_lines = 1
@@ -77,7 +78,8 @@ def test_an_llm_persona_without_a_working_engine_gets_an_invalid_proposal_with_t
     add(memory, 2)
     proposal = CompactionProposal.objects.get()
     assert proposal.status == "invalid" and proposal.engine == "anthropic"
-    assert proposal.validation_errors[0].startswith("The compaction engine is not available")
+    # A missing key is a clear error on the proposal, never a silent switch to the offline compactor.
+    assert "ANTHROPIC_API_KEY is not set" in proposal.validation_errors[0]
 
 
 def test_an_llm_persona_uses_its_engine(memory, monkeypatch, send):

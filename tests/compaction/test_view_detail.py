@@ -88,9 +88,9 @@ def test_review_page_query_count_does_not_grow_with_memory(client_for, approver,
     assert large.status == small.status == "pending"
     assert len(large.input_lesson_ids) == 150 and large.lines.count() == 60
     # session, user, user's groups' permissions, user's own permissions, proposal (+memory, persona,
-    # project, users, batch), its lines, its drops, the input lessons, their refs
-    _review_queries(client, django_assert_num_queries, small.pk, 9)
-    response = _review_queries(client, django_assert_num_queries, large.pk, 9)
+    # project, users, batch), its lines, its drops, the input lessons, their refs, pending promotions (nav badge)
+    _review_queries(client, django_assert_num_queries, small.pk, 10)
+    response = _review_queries(client, django_assert_num_queries, large.pk, 10)
     assert response.content.count(b'class="badge badge-') >= 60
 
 

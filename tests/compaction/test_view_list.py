@@ -30,12 +30,12 @@ def big_memory(lines, **kwargs):
 def test_list_page_query_count_does_not_grow(client_for, approver, actor, django_assert_num_queries):
     client = client_for(approver)
     compaction_propose(memory=big_memory(5), actor=actor)
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(7):
         assert client.get(reverse("compaction-list")).status_code == 200
     for _ in range(3):
         compaction_propose(memory=big_memory(5), actor=actor)
-    # session, user, group perms, user perms, proposals, memories
-    with django_assert_num_queries(6):
+    # session, user, group perms, user perms, proposals, memories, pending promotions (nav badge)
+    with django_assert_num_queries(7):
         response = client.get(reverse("compaction-list"))
     assert response.content.count(b"Propose compaction") == 0  # every memory has one pending
 
