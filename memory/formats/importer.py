@@ -4,13 +4,15 @@ Each memory's new lessons are written as one ChangeBatch of kind `import` (so an
 reverted as a unit from the history), with one `create` Change per lesson and one version bump
 per memory. Lessons are bulk-inserted: an import of a whole team's memory is one transaction.
 
-Idempotence. A file line and a stored lesson (in any status — a lesson deleted or promoted since
-the last import is not brought back) are the same when they share tier, category, content hash
-of the text and, when the file states it, the date (the section date in working.md, the
-`(promoted …)` day in core.md). Lines are matched as a multiset, so a bullet written twice in a
-file is imported twice, and importing the same tree again adds nothing. Lines without a date
-(bullets before the first section header, core lines without `(promoted …)`, unparsed lines)
-match a stored lesson of the same content on any date, and take the import day when added.
+Idempotence. A file line and a stored lesson are the same when they share tier, category, content
+hash of the text and, when the file states it, the date (the section date in working.md, the
+`(promoted …)` day in core.md). Stored lessons count in any status, so a lesson deleted or
+promoted since the last import is not brought back; only lessons whose creation was reverted
+(a reverted import) no longer count, so importing again redoes a reverted import. Lines are
+matched as a multiset, so a bullet written twice in a file is imported twice, and importing the
+same tree again adds nothing. Lines without a date (bullets before the first section header, core
+lines without `(promoted …)`, unparsed lines) match a stored lesson of the same content on any
+date, and take the import day when added.
 """
 
 from collections import Counter
@@ -24,7 +26,7 @@ from django.utils.text import slugify
 
 from memory import services
 from memory.formats.nightwatch import TreeError
-from memory.models import Change, ChangeBatch, Lesson, LessonRef, Memory, content_hash
+from memory.models import Change, ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, content_hash
 from personas.models import Persona, Project
 
 PERSONA_NAME_MAX = Persona._meta.get_field("name").max_length
@@ -79,7 +81,11 @@ def _line_hash(line):
 def select_new_lines(memory, lines):
     """The file lines not already stored in `memory` (see the module docstring), in file order."""
     full, content = Counter(), Counter()
-    for tier, category, day, digest, unparsed in Lesson.objects.filter(memory=memory).values_list(
+    stored = Lesson.objects.filter(memory=memory).exclude(
+        # An import (or any creation) that was reverted does not count: importing again redoes it.
+        status=LessonStatus.DELETED, changes__action=Change.Action.CREATE, changes__reverted_by__isnull=False
+    )
+    for tier, category, day, digest, unparsed in stored.values_list(
         "tier", "category", "lesson_date", "content_hash", "unparsed"
     ):
         key = _content_key(tier, unparsed, category, digest)
