@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from django.core.validators import validate_unicode_slug
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -163,23 +163,116 @@ def _project_for(folder, report):
     return project
 
 
-def _build_lessons(memory, lines, today):
+class _Inserter:
+    """Multi-row INSERTs without building model instances: the ORM's per-object cost dominated imports.
+
+    Every concrete column of the model is written: the ones given per row, the rest from the
+    field's default (auto_now fields get the import time), so a field added to the model later
+    is filled just as `Model.objects.create` would fill it.
+    """
+
+    PARAM_LIMIT = 999  # the smallest bound-parameter limit among the supported databases
+
+    def __init__(self, model, varying, now):
+        self.connection = connection
+        ops = connection.ops
+        self.fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+        self.varying = list(varying)
+        by_name = {f.attname: f for f in self.fields}
+        self.adapt = []
+        for name in self.varying:
+            field_ = by_name[name]
+            if isinstance(field_, models.JSONField):
+                self.adapt.append(lambda v, f=field_: f.get_db_prep_save(v, connection))
+            elif isinstance(field_, models.DateTimeField):
+                self.adapt.append(ops.adapt_datetimefield_value)
+            elif isinstance(field_, models.DateField):
+                self.adapt.append(ops.adapt_datefield_value)
+            else:
+                self.adapt.append(None)
+        constants = {}
+        for f in self.fields:
+            if f.attname in self.varying:
+                continue
+            value = now if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False) else f.get_default()
+            constants[f.attname] = f.get_db_prep_save(value, connection)
+        self.constants = constants
+        qn = ops.quote_name
+        self.columns = [f.attname for f in self.fields if f.attname in self.varying] + list(constants)
+        self.column_sql = ", ".join(qn(by_name[name].column) for name in self.columns)
+        self.table = qn(model._meta.db_table)
+        self.pk = qn(model._meta.pk.column)
+        self.order = [self.varying.index(name) for name in self.columns if name in self.varying]
+        self.constant_values = list(constants.values())
+
+    def _row(self, values):
+        adapted = [a(v) if a else v for a, v in zip(self.adapt, values)]
+        return [adapted[i] for i in self.order] + self.constant_values
+
+    def insert(self, rows, *, returning=False):
+        """rows: tuples in `varying` order. Returns the new primary keys in row order when asked."""
+        width = len(self.columns)
+        one = "(" + ", ".join(["%s"] * width) + ")"
+        ids = []
+        with self.connection.cursor() as cursor:
+            if not returning:
+                cursor.executemany(f"INSERT INTO {self.table} ({self.column_sql}) VALUES {one}",
+                                   [self._row(r) for r in rows])
+                return ids
+            per = max(1, self.PARAM_LIMIT // width)
+            for start in range(0, len(rows), per):
+                chunk = rows[start:start + per]
+                params = [v for r in chunk for v in self._row(r)]
+                cursor.execute(
+                    f"INSERT INTO {self.table} ({self.column_sql}) VALUES {', '.join([one] * len(chunk))} "
+                    f"RETURNING {self.pk}",
+                    params,
+                )
+                ids.extend(row[0] for row in cursor.fetchall())
+        return ids
+
+
+_LESSON_COLUMNS = ("memory_id", "tier", "category", "text", "lesson_date", "section", "unparsed", "raw_line",
+                   "content_hash")
+_REF_COLUMNS = ("lesson_id", "path", "start_line", "end_line", "position")
+_CHANGE_COLUMNS = ("batch_id", "memory_id", "lesson_id", "action", "after")
+
+
+@dataclass
+class _Snapshot:
+    """What lesson_snapshot reads, for a lesson inserted without a model instance."""
+
+    tier: str
+    category: str
+    text: str
+    lesson_date: object
+    relevance: str = Lesson._meta.get_field("relevance").default
+    protected: bool = Lesson._meta.get_field("protected").default
+    status: str = Lesson._meta.get_field("status").default
+
+
+def _insert_lessons(memory, batch, lines, today):
+    now = timezone.now()
     base = services.next_section(memory)
-    lessons = []
+    rows, snapshots = [], []
     for line in lines:
-        text = line.text
-        lessons.append(Lesson(
-            memory=memory,
-            tier=line.tier,
-            category=line.category,
-            text=text,
-            lesson_date=line.lesson_date or today,
-            section=base if line.tier == "core" else base + 1 + line.section,
-            unparsed=line.unparsed,
-            raw_line=line.raw_line if line.unparsed else "",
-            content_hash=content_hash(text),
-        ))
-    return lessons
+        day = line.lesson_date or today
+        section = base if line.tier == "core" else base + 1 + line.section
+        rows.append((memory.pk, line.tier, line.category, line.text, day, section, line.unparsed,
+                     line.raw_line if line.unparsed else "", content_hash(line.text)))
+        snapshots.append(services.lesson_snapshot(_Snapshot(line.tier, line.category, line.text, day), line.refs))
+    ids = _Inserter(Lesson, _LESSON_COLUMNS, now).insert(rows, returning=True)
+    refs = [
+        (lesson_id, r.path, r.start_line, r.end_line, position)
+        for lesson_id, line in zip(ids, lines)
+        for position, r in enumerate(line.refs)
+    ]
+    if refs:
+        _Inserter(LessonRef, _REF_COLUMNS, now).insert(refs)
+    _Inserter(Change, _CHANGE_COLUMNS, now).insert(
+        [(batch.pk, memory.pk, lesson_id, Change.Action.CREATE, after) for lesson_id, after in zip(ids, snapshots)]
+    )
+    return ids
 
 
 def memory_import_folder(*, folder, actor, label, today=None):
@@ -202,21 +295,7 @@ def memory_import_folder(*, folder, actor, label, today=None):
         memory=memory, kind=ChangeBatch.Kind.IMPORT, actor=actor, label=label,
         reason=f"Imported from {folder.path}",
     )
-    lessons = Lesson.objects.bulk_create(_build_lessons(memory, new_lines, today or timezone.localdate()))
-    refs = []
-    for lesson, line in zip(lessons, new_lines):
-        refs.extend(
-            LessonRef(lesson=lesson, path=r.path, start_line=r.start_line, end_line=r.end_line, position=i)
-            for i, r in enumerate(line.refs)
-        )
-    LessonRef.objects.bulk_create(refs)
-    Change.objects.bulk_create(
-        Change(
-            batch=batch, memory=memory, lesson=lesson, action=Change.Action.CREATE, before=None,
-            after=services.lesson_snapshot(lesson, line.refs),
-        )
-        for lesson, line in zip(lessons, new_lines)
-    )
+    _insert_lessons(memory, batch, new_lines, today or timezone.localdate())
     services.memory_bump_version(memory)
     report.batch_id = batch.pk
     report.core_added = sum(1 for line in new_lines if line.tier == "core")
