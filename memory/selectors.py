@@ -1,5 +1,6 @@
 """Reads: compiled memory and the queries the pages and the API share."""
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -8,6 +9,7 @@ from django.db.models import Prefetch, Q
 
 from memory.formats.lines import lesson_line, render_core, render_working, section_header
 from memory.models import Lesson, LessonRef, LessonStatus, Memory, Relevance, Tier
+from memory.refs import Ref
 
 CORE_HEADING = "## Core Lessons"
 WORKING_HEADING = "## Working Memory"
@@ -88,13 +90,30 @@ class CompiledMemory:
 
 # Lessons are read in pages from the kept end of each tier: a budget holds tens of lessons, a
 # memory may hold tens of thousands, and compiling runs on every agent turn. The first page is
-# sized for lines of ~80 characters; later pages double.
+# sized for lines of ~100 characters; later pages double.
 def _first_page(budget):
-    return max(20, budget // 80)
+    return max(20, budget // 100)
+
+
+# Only what rendering and budgeting read: these lessons never leave compile_memory.
+_COMPILE_FIELDS = ("id", "tier", "category", "text", "relevance", "protected", "lesson_date", "section",
+                   "unparsed", "raw_line")
 
 
 def _with_refs_query(queryset):
-    return with_refs(queryset.prefetch_related(Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"))))
+    """[(lesson, [Ref…])] for a queryset, with one query for all refs (no per-lesson managers)."""
+    lessons = list(queryset.only(*_COMPILE_FIELDS))
+    if not lessons:
+        return []
+    refs = defaultdict(list)
+    rows = (
+        LessonRef.objects.filter(lesson_id__in=[lesson.pk for lesson in lessons])
+        .order_by("lesson_id", "position", "id")
+        .values_list("lesson_id", "path", "start_line", "end_line")
+    )
+    for lesson_id, path, start, end in rows:
+        refs[lesson_id].append(Ref(path, start, end))
+    return [(lesson, refs.get(lesson.pk, [])) for lesson in lessons]
 
 
 def _pick_within_budget(memory, tier, must_keep, budget, cost, newest_first):
