@@ -95,25 +95,26 @@ def _first_page(budget):
     return max(20, budget // 100)
 
 
-# Only what rendering and budgeting read: these lessons never leave compile_memory.
-_COMPILE_FIELDS = ("id", "tier", "category", "text", "relevance", "protected", "lesson_date", "section",
-                   "unparsed", "raw_line")
+# Only what rendering and budgeting read, as light rows (attribute access like a Lesson, no
+# model instances): compiling runs on every agent turn, exporting reads every lesson.
+LESSON_ROW_FIELDS = ("id", "tier", "category", "text", "relevance", "protected", "lesson_date", "section",
+                     "unparsed", "raw_line")
 
 
-def _with_refs_query(queryset):
-    """[(lesson, [Ref…])] for a queryset, with one query for all refs (no per-lesson managers)."""
-    lessons = list(queryset.only(*_COMPILE_FIELDS))
+def lesson_rows_with_refs(queryset):
+    """[(row, [Ref…])] for a Lesson queryset: one query for the lessons, one for all their refs."""
+    lessons = list(queryset.values_list(*LESSON_ROW_FIELDS, named=True))
     if not lessons:
         return []
     refs = defaultdict(list)
     rows = (
-        LessonRef.objects.filter(lesson_id__in=[lesson.pk for lesson in lessons])
+        LessonRef.objects.filter(lesson_id__in=[lesson.id for lesson in lessons])
         .order_by("lesson_id", "position", "id")
         .values_list("lesson_id", "path", "start_line", "end_line")
     )
     for lesson_id, path, start, end in rows:
         refs[lesson_id].append(Ref(path, start, end))
-    return [(lesson, refs.get(lesson.pk, [])) for lesson in lessons]
+    return [(lesson, refs.get(lesson.id, [])) for lesson in lessons]
 
 
 def _pick_within_budget(memory, tier, must_keep, budget, cost, newest_first):
@@ -121,7 +122,7 @@ def _pick_within_budget(memory, tier, must_keep, budget, cost, newest_first):
 
     The same choice as `_select_within_budget` over the whole tier, reading only the pages it needs.
     """
-    kept = {lesson.pk: (lesson, refs) for lesson, refs in must_keep if lesson.tier == tier}
+    kept = {lesson.id: (lesson, refs) for lesson, refs in must_keep if lesson.tier == tier}
     spent = sum(cost(lesson, refs) for lesson, refs in kept.values())
     queryset = Lesson.objects.filter(memory=memory, tier=tier, status=LessonStatus.ACTIVE)
     queryset = queryset.order_by("-id" if newest_first else "id")
@@ -130,20 +131,20 @@ def _pick_within_budget(memory, tier, must_keep, budget, cost, newest_first):
         page = queryset
         if after is not None:
             page = queryset.filter(id__lt=after) if newest_first else queryset.filter(id__gt=after)
-        items = _with_refs_query(page[:size])
+        items = lesson_rows_with_refs(page[:size])
         for lesson, refs in items:
-            if lesson.pk in kept:
+            if lesson.id in kept:
                 continue
             c = cost(lesson, refs)
             if spent + c > budget:
                 # Cut at a lesson boundary; nothing past the first cut is taken, so the kept
                 # lessons stay a contiguous run (oldest core / newest working) plus must-keeps.
                 return kept
-            kept[lesson.pk] = (lesson, refs)
+            kept[lesson.id] = (lesson, refs)
             spent += c
         if len(items) < size:
             return kept
-        after, size = items[-1][0].pk, size * 2
+        after, size = items[-1][0].id, size * 2
 
 
 def compile_memory(memory):
@@ -153,7 +154,7 @@ def compile_memory(memory):
     always kept. An empty memory compiles to "" so a persona without memory gets exactly its prompt.
     """
     active = Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE)
-    must_keep = _with_refs_query(
+    must_keep = lesson_rows_with_refs(
         active.filter(Q(protected=True) | Q(relevance=Relevance.CRITICAL)).order_by("id")
     )
     core = _pick_within_budget(memory, Tier.CORE, must_keep, memory.core_char_budget, _line_cost, False)
@@ -178,8 +179,8 @@ def compile_memory(memory):
 
     return CompiledMemory(
         text=text,
-        core_kept=[l.pk for l, _ in core_kept],
-        working_kept=[l.pk for l, _ in working_kept],
+        core_kept=[l.id for l, _ in core_kept],
+        working_kept=[l.id for l, _ in working_kept],
         core_chars=len(core_text),
         working_chars=len(working_text),
         core_budget=memory.core_char_budget,

@@ -23,8 +23,8 @@ from memory.formats.nightwatch import (
     WORKING_FILE,
     archived_folder_name,
 )
-from memory.models import Memory, Tier
-from memory.selectors import active_lessons, with_refs
+from memory.models import Lesson, LessonStatus, Memory, Tier
+from memory.selectors import lesson_rows_with_refs
 
 
 class ExportError(Exception):
@@ -79,8 +79,11 @@ def memories_to_export(*, persona=None, project=None):
 
 def render_memory_files(memory):
     """{file name: text} for one memory, in exactly the format Night Watch reads."""
-    core = with_refs(active_lessons(memory, Tier.CORE))
-    working = with_refs(active_lessons(memory, Tier.WORKING))
+    rows = lesson_rows_with_refs(
+        Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE).order_by("id")
+    )
+    core = [(lesson, refs) for lesson, refs in rows if lesson.tier == Tier.CORE]
+    working = [(lesson, refs) for lesson, refs in rows if lesson.tier == Tier.WORKING]
     return {CORE_FILE: (render_core(core), len(core)), WORKING_FILE: (render_working(working), len(working))}
 
 

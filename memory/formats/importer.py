@@ -15,6 +15,7 @@ lines without `(promoted …)`, unparsed lines) match a stored lesson of the sam
 date, and take the import day when added.
 """
 
+import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -113,7 +114,14 @@ def select_new_lines(memory, lines):
     return new, len(lines) - len(new)
 
 
-def _persona_for(folder, report):
+def _persona_for(folder, report, cache):
+    key = ("persona", folder.persona_name, folder.archived_folder)
+    if key not in cache:
+        cache[key] = _find_persona(folder, report)
+    return cache[key]
+
+
+def _find_persona(folder, report):
     name = folder.persona_name.strip()
     if not name or len(name) > PERSONA_NAME_MAX:
         raise TreeError(f"persona folder {name!r}: a persona name must be 1 to {PERSONA_NAME_MAX} characters")
@@ -146,7 +154,14 @@ def project_slug_for(folder_name):
         return slugify(folder_name, allow_unicode=True)
 
 
-def _project_for(folder, report):
+def _project_for(folder, report, cache):
+    key = ("project", folder.project_folder)
+    if key not in cache:
+        cache[key] = _find_project(folder, report)
+    return cache[key]
+
+
+def _find_project(folder, report):
     folder_name = folder.project_folder
     slug = project_slug_for(folder_name)
     if not slug or len(slug) > PROJECT_SLUG_MAX:
@@ -163,6 +178,17 @@ def _project_for(folder, report):
     return project
 
 
+def _param_limit():
+    """Bound parameters one statement may carry on this connection."""
+    if connection.vendor == "sqlite":
+        connection.ensure_connection()
+        try:
+            return connection.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+        except (AttributeError, sqlite3.Error):  # getlimit arrived in Python 3.11
+            return 999
+    return connection.features.max_query_params or 65535
+
+
 class _Inserter:
     """Multi-row INSERTs without building model instances: the ORM's per-object cost dominated imports.
 
@@ -171,7 +197,7 @@ class _Inserter:
     is filled just as `Model.objects.create` would fill it.
     """
 
-    PARAM_LIMIT = 999  # the smallest bound-parameter limit among the supported databases
+    MAX_ROWS = 1000  # rows per multi-row INSERT, within every supported database's parameter limit
 
     def __init__(self, model, varying, now):
         self.connection = connection
@@ -219,7 +245,7 @@ class _Inserter:
                 cursor.executemany(f"INSERT INTO {self.table} ({self.column_sql}) VALUES {one}",
                                    [self._row(r) for r in rows])
                 return ids
-            per = max(1, self.PARAM_LIMIT // width)
+            per = max(1, min(self.MAX_ROWS, _param_limit() // width))
             for start in range(0, len(rows), per):
                 chunk = rows[start:start + per]
                 params = [v for r in chunk for v in self._row(r)]
@@ -275,17 +301,23 @@ def _insert_lessons(memory, batch, lines, today):
     return ids
 
 
-def memory_import_folder(*, folder, actor, label, today=None):
-    """Import one persona × project folder. Call inside a transaction (import_tree does)."""
+def memory_import_folder(*, folder, actor, label, today=None, cache=None):
+    """Import one persona × project folder. Call inside a transaction (import_tree does).
+
+    `cache` (a dict shared across the folders of one import) saves looking up a persona or
+    project again for each of its folders.
+    """
+    cache = {} if cache is None else cache
     report = MemoryImport(
         persona=folder.persona_name, project=folder.project_folder, archived=folder.archived_at is not None,
         notes=list(folder.notes),
     )
-    persona = _persona_for(folder, report)
-    project = _project_for(folder, report)
+    persona = _persona_for(folder, report, cache)
+    project = _project_for(folder, report, cache)
     report.persona, report.project = persona.name, project.slug
-    memory, created = Memory.objects.get_or_create(persona=persona, project=project)
-    if created:
+    memory = Memory.objects.filter(persona=persona, project=project).first()
+    if memory is None:
+        memory = Memory.objects.create(persona=persona, project=project)
         report.created.append("memory")
     report.unparsed = folder.unparsed
     new_lines, report.already_present = select_new_lines(memory, folder.core + folder.working)
@@ -315,8 +347,11 @@ def memory_import_tree(*, tree, actor, dry_run=False):
     label = f"Import of {tree.root}"[:300]
     today = timezone.localdate()
     ordered = sorted(tree.memories, key=lambda m: m.archived_at is not None)
+    cache = {}
     for folder in ordered:
-        report.memories.append(memory_import_folder(folder=folder, actor=actor, label=label, today=today))
+        report.memories.append(
+            memory_import_folder(folder=folder, actor=actor, label=label, today=today, cache=cache)
+        )
     if dry_run:
         transaction.set_rollback(True)
     return report

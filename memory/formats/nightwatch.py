@@ -131,7 +131,7 @@ def parse_bullet(line, *, tier):
         while (again := _TAG.match(rest)) and again["category"] == category:
             rest = rest[again.end():]
     refs, promoted_on = [], None
-    while True:
+    while rest.rstrip().endswith(")"):  # both suffixes end with ')': most lines stop here at once
         if tier == Tier.CORE and promoted_on is None and (m := _PROMOTED_SUFFIX.search(rest)):
             promoted_on = _parse_day(m["day"])
             rest = rest[: m.start()]
