@@ -45,8 +45,10 @@ MAX_TEXT_CHARS = 2000  # the same limit lesson services enforce
 
 _HEADER = re.compile(r"^##\s+(?P<day>\d{4}-\d{2}-\d{2})(?:\s+\[(?P<category>[A-Za-z]+)\])?\s*$")
 _TAG = re.compile(r"^\[(?P<category>[A-Z][A-Z_]*)\]\s*")
-_REF_SUFFIX = re.compile(r"\s*\(ref:(?P<refs>[^()]*)\)\s*$")
-_PROMOTED_SUFFIX = re.compile(r"\s*\(promoted (?P<day>\d{4}-\d{2}-\d{2})\)\s*$")
+# Matched at the last "(ref:" / "(promoted " of the line (found with rfind: a regex search from
+# every position cost more than the rest of the parse).
+_REF_SUFFIX = re.compile(r"\(ref:(?P<refs>[^()]*)\)\s*$")
+_PROMOTED_SUFFIX = re.compile(r"\(promoted (?P<day>\d{4}-\d{2}-\d{2})\)\s*$")
 # `<name>-<timestamp>`: epoch seconds/milliseconds, or an ISO-like stamp with ':' and '.' made safe.
 _ARCHIVED_NAME = re.compile(
     r"^(?P<name>.+)-(?P<stamp>\d{10}|\d{13}|\d{4}-\d{2}-\d{2}T\d{2}[-:]\d{2}[-:]\d{2}(?:[-.]\d{1,6})?Z?)$"
@@ -112,6 +114,11 @@ def _parse_day(text):
         raise LineError(f"{text!r} is not a date") from None
 
 
+def _suffix(pattern, opening, text):
+    start = text.rfind(opening)
+    return pattern.match(text, start) if start >= 0 else None
+
+
 def parse_bullet(line, *, tier):
     """`- [CATEGORY] text (ref: …) (promoted …)` → (category, text, refs, promoted_on).
 
@@ -132,11 +139,11 @@ def parse_bullet(line, *, tier):
             rest = rest[again.end():]
     refs, promoted_on = [], None
     while rest.rstrip().endswith(")"):  # both suffixes end with ')': most lines stop here at once
-        if tier == Tier.CORE and promoted_on is None and (m := _PROMOTED_SUFFIX.search(rest)):
+        if tier == Tier.CORE and promoted_on is None and (m := _suffix(_PROMOTED_SUFFIX, "(promoted ", rest)):
             promoted_on = _parse_day(m["day"])
             rest = rest[: m.start()]
             continue
-        if m := _REF_SUFFIX.search(rest):
+        if m := _suffix(_REF_SUFFIX, "(ref:", rest):
             if not m["refs"].strip():
                 raise LineError("empty (ref: ) group")
             try:
