@@ -277,9 +277,20 @@ class _Snapshot:
     status: str = Lesson._meta.get_field("status").default
 
 
-def _insert_lessons(memory, batch, lines, today):
-    now = timezone.now()
-    base = services.next_section(memory)
+def _inserters(cache):
+    """One set of inserters per import (building one reads the model's fields and defaults)."""
+    if "inserters" not in cache:
+        now = timezone.now()
+        cache["inserters"] = (
+            _Inserter(Lesson, _LESSON_COLUMNS, now),
+            _Inserter(LessonRef, _REF_COLUMNS, now),
+            _Inserter(Change, _CHANGE_COLUMNS, now),
+        )
+    return cache["inserters"]
+
+
+def _insert_lessons(memory, batch, lines, today, base, cache):
+    lesson_inserter, ref_inserter, change_inserter = _inserters(cache)
     rows, snapshots = [], []
     for line in lines:
         day = line.lesson_date or today
@@ -287,15 +298,15 @@ def _insert_lessons(memory, batch, lines, today):
         rows.append((memory.pk, line.tier, line.category, line.text, day, section, line.unparsed,
                      line.raw_line if line.unparsed else "", content_hash(line.text)))
         snapshots.append(services.lesson_snapshot(_Snapshot(line.tier, line.category, line.text, day), line.refs))
-    ids = _Inserter(Lesson, _LESSON_COLUMNS, now).insert(rows, returning=True)
+    ids = lesson_inserter.insert(rows, returning=True)
     refs = [
         (lesson_id, r.path, r.start_line, r.end_line, position)
         for lesson_id, line in zip(ids, lines)
         for position, r in enumerate(line.refs)
     ]
     if refs:
-        _Inserter(LessonRef, _REF_COLUMNS, now).insert(refs)
-    _Inserter(Change, _CHANGE_COLUMNS, now).insert(
+        ref_inserter.insert(refs)
+    change_inserter.insert(
         [(batch.pk, memory.pk, lesson_id, Change.Action.CREATE, after) for lesson_id, after in zip(ids, snapshots)]
     )
     return ids
@@ -316,18 +327,21 @@ def memory_import_folder(*, folder, actor, label, today=None, cache=None):
     project = _project_for(folder, report, cache)
     report.persona, report.project = persona.name, project.slug
     memory = Memory.objects.filter(persona=persona, project=project).first()
+    report.unparsed = folder.unparsed
     if memory is None:
         memory = Memory.objects.create(persona=persona, project=project)
         report.created.append("memory")
-    report.unparsed = folder.unparsed
-    new_lines, report.already_present = select_new_lines(memory, folder.core + folder.working)
+        new_lines, base = folder.core + folder.working, 1  # a new memory holds nothing yet
+    else:
+        new_lines, report.already_present = select_new_lines(memory, folder.core + folder.working)
+        base = services.next_section(memory)
     if not new_lines:
         return report
     batch = services.batch_create(
         memory=memory, kind=ChangeBatch.Kind.IMPORT, actor=actor, label=label,
         reason=f"Imported from {folder.path}",
     )
-    _insert_lessons(memory, batch, new_lines, today or timezone.localdate())
+    _insert_lessons(memory, batch, new_lines, today or timezone.localdate(), base, cache)
     services.memory_bump_version(memory)
     report.batch_id = batch.pk
     report.core_added = sum(1 for line in new_lines if line.tier == "core")
