@@ -167,7 +167,8 @@ def compile_memory(memory):
         text = f"{CORE_HEADING}\n{core_text}\n{WORKING_HEADING}\n{working_text}".rstrip("\n") + "\n"
     else:
         text = ""
-    def load_cut():
+
+    def load_cut():  # read when first asked for, so it reflects the memory at that moment
         core_cut, working_cut = [], []
         for pk, tier in active.order_by("id").values_list("id", "tier"):
             if tier == Tier.CORE:

@@ -19,8 +19,8 @@ import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
 
-from django.core.validators import validate_unicode_slug
 from django.core.exceptions import ValidationError
+from django.core.validators import validate_unicode_slug
 from django.db import connection, models, transaction
 from django.utils import timezone
 from django.utils.text import slugify
@@ -28,6 +28,7 @@ from django.utils.text import slugify
 from memory import services
 from memory.formats.nightwatch import TreeError
 from memory.models import Change, ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, content_hash
+from memory.signals import working_lessons_added
 from personas.models import Persona, Project
 
 PERSONA_NAME_MAX = Persona._meta.get_field("name").max_length
@@ -47,6 +48,8 @@ class MemoryImport:
     unparsed: list = field(default_factory=list)  # ParsedLine of every unparsed line in the folder
     notes: list = field(default_factory=list)
     batch_id: int | None = None
+    memory_id: int | None = None
+    working_ids: list = field(default_factory=list, repr=False)
 
     @property
     def added(self):
@@ -341,21 +344,27 @@ def memory_import_folder(*, folder, actor, label, today=None, cache=None):
         memory=memory, kind=ChangeBatch.Kind.IMPORT, actor=actor, label=label,
         reason=f"Imported from {folder.path}",
     )
-    _insert_lessons(memory, batch, new_lines, today or timezone.localdate(), base, cache)
+    ids = _insert_lessons(memory, batch, new_lines, today or timezone.localdate(), base, cache)
+    report.working_ids = [pk for pk, line in zip(ids, new_lines) if line.tier == "working"]
     services.memory_bump_version(memory)
     report.batch_id = batch.pk
+    report.memory_id = memory.pk
     report.core_added = sum(1 for line in new_lines if line.tier == "core")
     report.working_added = len(new_lines) - report.core_added
     return report
 
 
 @transaction.atomic
-def memory_import_tree(*, tree, actor, dry_run=False):
+def memory_import_tree(*, tree, actor, dry_run=False, notify=False):
     """Import every memory folder of a parsed tree, all or nothing.
 
     Active persona folders come before archived ones, so an archived folder of a name that is
     also active is kept apart from the active persona. Raises TreeError (and writes nothing)
     when a persona or project name cannot be stored.
+
+    Imported lessons are past learning, so by default features that react to new working
+    lessons (promotion detection, compaction checks) are not woken for them; `notify=True`
+    sends `working_lessons_added` for each memory after the import commits.
     """
     report = ImportReport(warnings=list(tree.warnings))
     label = f"Import of {tree.root}"[:300]
@@ -368,4 +377,12 @@ def memory_import_tree(*, tree, actor, dry_run=False):
         )
     if dry_run:
         transaction.set_rollback(True)
+    elif notify:
+        for m in report.memories:
+            if m.working_ids:
+                transaction.on_commit(
+                    lambda m=m: working_lessons_added.send(
+                        sender=ImportReport, memory_id=m.memory_id, lesson_ids=m.working_ids
+                    )
+                )
     return report

@@ -290,3 +290,27 @@ def test_undated_lines_take_the_import_day_and_stay_idempotent(tmp_path, run_com
     Lesson.objects.update(lesson_date=date(2020, 1, 1))  # as if imported long ago
     run_command("import_memory", str(root))
     assert Lesson.objects.count() == 2
+
+
+def test_features_are_woken_only_when_asked(tree, run_command, django_capture_on_commit_callbacks):
+    from memory.signals import working_lessons_added
+
+    received = []
+
+    def receiver(sender, memory_id, lesson_ids, **kwargs):
+        received.append((memory_id, sorted(lesson_ids)))
+
+    working_lessons_added.connect(receiver)
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            run_command("import_memory", str(tree))
+        assert received == []
+        (tree / "Maya/memories/night-watch-cli/working.md").write_text(
+            WORKING + "## 2025-04-01 [TODO]\n- [TODO] One more\n", encoding="utf-8"
+        )
+        with django_capture_on_commit_callbacks(execute=True):
+            run_command("import_memory", str(tree), "--notify")
+    finally:
+        working_lessons_added.disconnect(receiver)
+    new = Lesson.objects.get(text="One more")
+    assert received == [(new.memory_id, [new.pk])]

@@ -50,7 +50,9 @@ def _wipe():
 
 def test_import_export_import_gives_the_same_lessons(tmp_path, run_command):
     src = write_tree(tmp_path / "src", RICH_TREE)
+    untouched = tree_bytes(src)
     run_command("import_memory", str(src))
+    assert tree_bytes(src) == untouched  # importing reads; it never renames, creates or rewrites a file
     first = stored_lessons()
     assert len(first) == 17
     run_command("export_memory", str(tmp_path / "out"))

@@ -20,11 +20,16 @@ class Command(BaseCommand):
         parser.add_argument("root", help="the folder holding one folder per persona")
         parser.add_argument("--layout", choices=sorted(LAYOUTS), default="nightwatch")
         parser.add_argument("--dry-run", action="store_true", help="report what would be added, write nothing")
+        parser.add_argument(
+            "--notify", action="store_true",
+            help="wake the features that react to new working lessons (promotion detection, compaction checks)",
+        )
 
-    def handle(self, *args, root, layout, dry_run, **options):
+    def handle(self, *args, root, layout, dry_run, notify, **options):
         try:
             tree = LAYOUTS[layout](root)
-            report = memory_import_tree(tree=tree, actor=Actor.system("import_memory"), dry_run=dry_run)
+            report = memory_import_tree(tree=tree, actor=Actor.system("import_memory"), dry_run=dry_run,
+                                        notify=notify)
         except TreeError as exc:
             raise CommandError(f"{exc}. Nothing was imported.") from None
         out = self.stdout
