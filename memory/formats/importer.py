@@ -244,7 +244,7 @@ class _Inserter:
         one = "(" + ", ".join(["%s"] * width) + ")"
         ids = []
         with self.connection.cursor() as cursor:
-            if not returning:
+            if not returning and self.connection.vendor == "sqlite":  # prepared once, fastest there
                 cursor.executemany(f"INSERT INTO {self.table} ({self.column_sql}) VALUES {one}",
                                    [self._row(r) for r in rows])
                 return ids
@@ -252,12 +252,12 @@ class _Inserter:
             for start in range(0, len(rows), per):
                 chunk = rows[start:start + per]
                 params = [v for r in chunk for v in self._row(r)]
-                cursor.execute(
-                    f"INSERT INTO {self.table} ({self.column_sql}) VALUES {', '.join([one] * len(chunk))} "
-                    f"RETURNING {self.pk}",
-                    params,
-                )
-                ids.extend(row[0] for row in cursor.fetchall())
+                sql = f"INSERT INTO {self.table} ({self.column_sql}) VALUES {', '.join([one] * len(chunk))}"
+                if returning:
+                    cursor.execute(f"{sql} RETURNING {self.pk}", params)
+                    ids.extend(row[0] for row in cursor.fetchall())
+                else:
+                    cursor.execute(sql, params)
         return ids
 
 
