@@ -38,8 +38,14 @@ worker: install
 beat: install
 	$(VENV)/bin/celery -A nightwatch beat --loglevel=info
 
+# Benchmarks run on a throwaway SQLite file (removed afterwards), or on DATABASE_URL when set
+# (then point it at a scratch database: benchmark data stays there). BENCH_ARGS="--only files".
 bench: install
-	$(PY) -m bench
+	@db=$$(mktemp -t nw-bench-XXXXXX); trap 'rm -f "$$db" "$$db-wal" "$$db-shm"' EXIT; \
+	export SQLITE_PATH="$$db"; \
+	if [ -n "$$DATABASE_URL" ]; then echo "bench: database from DATABASE_URL"; \
+	else echo "bench: throwaway SQLite database $$db"; fi; \
+	$(PY) manage.py migrate --noinput -v 0 && $(PY) manage.py bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) db.sqlite3 staticfiles test-artifacts

@@ -10,6 +10,10 @@ from memory.refs import format_ref_list
 
 
 def _body(category, text, refs):
+    # Never write the doubled tag (`- [PATTERN] [PATTERN] text`) some old files contain.
+    tag = f"[{category}]"
+    while category and text.startswith(tag):
+        text = text[len(tag):].lstrip()
     line = f"- [{category}] {text}" if category else f"- {text}"
     if refs:
         line += f" (ref: {format_ref_list(refs)})"

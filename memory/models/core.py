@@ -148,6 +148,11 @@ class Lesson(models.Model):
         indexes = [
             models.Index(fields=["memory", "status", "tier"], name="lesson_memory_status_tier"),
             models.Index(fields=["memory", "content_hash"], name="lesson_memory_hash"),
+            # Compiling reads the must-keep lessons of a memory on every agent turn.
+            models.Index(
+                fields=["memory", "status"], name="lesson_must_keep",
+                condition=models.Q(protected=True) | models.Q(relevance="critical"),
+            ),
         ]
         constraints = [
             models.CheckConstraint(

@@ -1,0 +1,66 @@
+"""The benchmark runner: registration, selection, targets — and the files benchmark at a tiny scale."""
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+import memory.bench as bench_pkg
+from memory.bench import benchmark, discover
+
+pytestmark = pytest.mark.django_db
+
+
+def _run(*args):
+    out = StringIO()
+    call_command("bench", *args, stdout=out)
+    return out.getvalue()
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    """A registry holding the real benchmarks plus whatever a test registers, restored afterwards."""
+    discover()
+    monkeypatch.setattr(bench_pkg, "_REGISTRY", dict(bench_pkg._REGISTRY))
+    return bench_pkg._REGISTRY
+
+
+def test_files_benchmark_reports_its_figures(registry):
+    out = _run("--only", "files", "--scale", "0.02")
+    assert "== files:" in out
+    for label in ("import 200 bullets (2 files)", "import again", "export 2 files", "compile one memory of 200 lessons"):
+        assert label in out
+    assert "target < 20 ms" in out and "[cpu" in out
+
+
+def test_registered_benchmark_runs_alone_with_its_target(registry):
+    @benchmark("tiny", "A tiny one")
+    def tiny(bench):
+        seconds = bench.time(lambda: sum(range(100)), repeat=3)
+        bench.figure("summing", seconds * 1000, unit="ms", target=1000)
+        bench.figure("speed", 5, unit="x", target=10, higher_is_better=True)
+        bench.note(f"scale {bench.scale}, tmpdir exists: {bench.tmpdir.is_dir()}")
+
+    out = _run("--only", "tiny", "--scale", "0.5")
+    assert "== tiny: A tiny one" in out and "== files" not in out
+    assert "(target < 1000 ms: ok)" in out
+    assert "(target >= 10 x: MISSED)" in out
+    assert "scale 0.5, tmpdir exists: True" in out
+    assert "1 target(s) missed: speed" in out
+    with pytest.raises(CommandError, match="benchmark targets missed"):
+        _run("--only", "tiny", "--strict")
+
+
+def test_list_and_unknown_names(registry):
+    assert "files" in _run("--list")
+    with pytest.raises(CommandError, match="no benchmark named nope; known: .*files"):
+        _run("--only", "nope")
+    with pytest.raises(CommandError, match="--scale must be a positive number"):
+        _run("--scale", "0")
+
+
+def test_a_name_cannot_be_registered_twice(registry):
+    benchmark("dup")(lambda bench: None)
+    with pytest.raises(ValueError, match="registered twice"):
+        benchmark("dup")(lambda bench: None)
