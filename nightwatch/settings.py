@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
+    "ninja",  # serves the API docs page's scripts locally instead of from a CDN
     "personas",
     "memory",
 ]
