@@ -7,7 +7,7 @@ scoped to one). There is no endpoint that approves, applies, reverts or edits pr
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.http import HttpResponse
-from ninja import NinjaAPI, Query, Schema
+from ninja import NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from memory.api import schemas as s
@@ -223,7 +223,7 @@ def interaction_submit(request, persona: str, project: str, payload: s.Interacti
             transcript=[entry.model_dump(mode="json") for entry in payload.transcript], agent_token=token,
         )
     interaction.refresh_from_db(fields=["status", "error", "reflected_at"])  # in-process tasks have run already
-    return 202, _interaction_out(interaction, interaction.lessons.values_list("pk", flat=True))
+    return Status(202, _interaction_out(interaction, interaction.lessons.values_list("pk", flat=True)))
 
 
 @api.get("/interactions/{interaction_id}", response={200: s.InteractionOut, **ERRORS}, tags=["reflection"],
@@ -257,13 +257,13 @@ def lessons_append(request, persona: str, project: str, payload: s.LessonsIn):
         memory, results = agent_lessons_append(
             memory=memory, token=token, items=[item.model_dump() for item in payload.lessons]
         )
-    return 201, {
+    return Status(201, {
         "lessons": [
             {"id": lesson.pk, "status": status, "tier": lesson.tier, "category": lesson.category, "text": lesson.text}
             for lesson, status in results
         ],
         "version": memory.version,
-    }
+    })
 
 
 class LessonFilters(Schema):
