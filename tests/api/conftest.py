@@ -11,8 +11,8 @@ class AgentClient:
         self.client = client
         self.headers = {"Authorization": f"Bearer {raw}"} if raw else {}
 
-    def get(self, url, **kwargs):
-        return self.client.get(url, headers=self.headers, **kwargs)
+    def get(self, url, data=None, **kwargs):
+        return self.client.get(url, data, headers=self.headers, **kwargs)
 
     def post(self, url, data=None, **kwargs):
         kwargs.setdefault("content_type", "application/json")
