@@ -79,8 +79,11 @@ def role_family(role):
     return "generic"
 
 
-def _article(word):
-    return "an" if word[:1].lower() in "aeiou" else "a"
+def _article(phrase):
+    first = phrase.split()[0] if phrase.split() else "a"
+    if len(first) > 1 and first.isupper():  # an acronym is read letter by letter: "an SRE", "a QA lead"
+        return "an" if first[0] in "AEFHILMNORSX" else "a"
+    return "an" if first[:1].lower() in "aeiou" else "a"
 
 
 def framing_for(persona, project_name):
