@@ -50,6 +50,6 @@ class AgentTokenAuth(HttpBearer):
             return None
         now = timezone.now()
         if agent_token.last_used_at is None or now - agent_token.last_used_at > LAST_USED_PRECISION:
-            AgentToken.objects.filter(pk=agent_token.pk).update(last_used_at=now)
+            AgentToken.objects.filter(pk=agent_token.id).update(last_used_at=now)
         request.agent_token = agent_token
         return agent_token

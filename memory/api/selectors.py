@@ -1,9 +1,11 @@
 """Reads of the agent API. Each runs a fixed number of queries whatever the size of the memory."""
 
 from django.core.cache import cache
+from django.db import connection
 from django.db.models import Prefetch
 
-from memory.models import Change, Lesson, LessonRef
+from memory.models import Change, Lesson, LessonRef, Memory
+from personas.models import Project
 from memory.selectors import compile_memory
 
 CACHE_SECONDS = 24 * 3600
@@ -11,6 +13,29 @@ CACHE_SECONDS = 24 * 3600
 
 def _refs_prefetch():
     return Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"))
+
+
+def memory_lookup(persona_id, project_slug):
+    """The memory of a persona in the project with that slug, or None; one indexed query.
+
+    Hand-written because it runs on every context read, where the ORM's query building would
+    cost more than serving the cached text. The instance carries what compiling needs (id,
+    version, budgets) and is only read, never saved.
+    """
+    qn = connection.ops.quote_name
+    sql = (
+        f"SELECT m.id, m.persona_id, m.project_id, m.version, m.core_char_budget, m.working_char_budget "
+        f"FROM {qn(Memory._meta.db_table)} m JOIN {qn(Project._meta.db_table)} pr ON pr.id = m.project_id "
+        f"WHERE m.persona_id = %s AND pr.slug = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [persona_id, project_slug])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    memory_id, persona_id, project_id, version, core_budget, working_budget = row
+    return Memory(id=memory_id, persona_id=persona_id, project_id=project_id, version=version,
+                  core_char_budget=core_budget, working_char_budget=working_budget)
 
 
 def context_payload(memory):

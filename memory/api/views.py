@@ -12,7 +12,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from memory.api import schemas as s
 from memory.api.auth import AgentTokenAuth, PayloadTooLarge
-from memory.api.selectors import context_payload, lesson_for_recall, lesson_list
+from memory.api.selectors import context_payload, lesson_for_recall, lesson_list, memory_lookup
 from memory.api.services import agent_lessons_append
 from memory.models import Interaction, Memory
 from memory.reflection.services import interaction_create
@@ -80,47 +80,45 @@ def on_http_error(request, exc):
 # --- scope ----------------------------------------------------------------------------------
 
 def _persona_in_scope(token, name):
-    """The token's persona when the name is its own; 404 for an unknown name, 403 for another persona."""
-    if token.persona.name.casefold() == name.casefold():
-        return token.persona
+    """The token's persona id when the name is its own; 404 for an unknown name, 403 for another persona."""
+    if token.persona_name.casefold() == name.casefold():
+        return token.persona_id
     if Persona.objects.not_archived().filter(name__iexact=name).exists():
         raise HttpError(403, f"this token cannot reach the memory of persona {name!r}")
     raise HttpError(404, f"no persona named {name!r}")
 
 
 def _project_in_scope(token, slug):
-    if token.project_id and token.project.slug == slug:
-        return token.project
     project = Project.objects.filter(slug=slug).first()
     if project is None:
         raise HttpError(404, f"no project with slug {slug!r}")
     if token.project_id and token.project_id != project.pk:
-        raise HttpError(403, f"this token is limited to project {token.project.slug!r}")
+        raise HttpError(403, f"this token is limited to project {token.project_slug!r}")
     return project
 
 
 def _scope(request, persona_name, project_slug):
+    """(token, persona, project) for a write."""
     token = request.auth
-    persona = _persona_in_scope(token, persona_name)
+    _persona_in_scope(token, persona_name)
     project = _project_in_scope(token, project_slug)
-    return token, persona, project
+    return token, token.persona, project
 
 
 def _read_scope(request, persona_name, project_slug):
-    """(persona, project, memory) for a read, in one query when the memory exists.
+    """(persona id, project slug, memory) for a read: one query when the memory exists.
 
     A memory with no lesson yet is returned unsaved (pk None): it compiles to "".
     """
     token = request.auth
-    persona = _persona_in_scope(token, persona_name)
-    memory = Memory.objects.select_related("project").filter(persona=persona, project__slug=project_slug).first()
+    persona_id = _persona_in_scope(token, persona_name)
+    memory = memory_lookup(persona_id, project_slug)
     if memory is None:
         project = _project_in_scope(token, project_slug)
-        return persona, project, Memory(persona=persona, project=project, version=0)
+        return persona_id, project.slug, Memory(persona_id=persona_id, project=project, version=0)
     if token.project_id and memory.project_id != token.project_id:
-        raise HttpError(403, f"this token is limited to project {token.project.slug!r}")
-    memory.persona = persona
-    return persona, memory.project, memory
+        raise HttpError(403, f"this token is limited to project {token.project_slug!r}")
+    return persona_id, project_slug, memory
 
 
 def _memory_for_write(persona, project):
@@ -131,7 +129,7 @@ def _check_lesson_scope(token, lesson):
     if lesson.memory.persona_id != token.persona_id:
         raise HttpError(403, "this lesson belongs to another persona's memory")
     if token.project_id and lesson.memory.project_id != token.project_id:
-        raise HttpError(403, f"this token is limited to project {token.project.slug!r}")
+        raise HttpError(403, f"this token is limited to project {token.project_slug!r}")
 
 
 def _lesson_out(lesson):
@@ -175,10 +173,10 @@ MEMORY_PATH = "/memory/{persona}/{project}"
     "`?format=json` adds the id of every lesson in it (for recall).",
 )
 def memory_context(request, persona: str, project: str, format: s.Literal["text", "json"] = "text"):
-    persona_obj, project_obj, memory = _read_scope(request, persona, project)
+    _, slug, memory = _read_scope(request, persona, project)
     if format == "json":
         payload = context_payload(memory) if memory.pk else _empty_context()
-        return {"persona": persona_obj.name, "project": project_obj.slug, **payload}
+        return {"persona": request.auth.persona_name, "project": slug, **payload}
     text = compiled_memory_text(memory) if memory.pk else ""
     response = HttpResponse(text, content_type="text/plain; charset=utf-8")
     response["X-Memory-Version"] = str(memory.version)
@@ -192,8 +190,8 @@ def _empty_context():
 @api.get(MEMORY_PATH + "/prompt", response={200: str, **ERRORS}, tags=["memory"],
          summary="Full compiled system prompt (text/plain)")
 def memory_prompt(request, persona: str, project: str):
-    persona_obj, project_obj, memory = _read_scope(request, persona, project)
-    text = compile_system_prompt(persona_obj, compiled_memory_text(memory) if memory.pk else "")
+    _, _, memory = _read_scope(request, persona, project)
+    text = compile_system_prompt(request.auth.persona, compiled_memory_text(memory) if memory.pk else "")
     response = HttpResponse(text, content_type="text/plain; charset=utf-8")
     response["X-Memory-Version"] = str(memory.version)
     return response
@@ -220,7 +218,7 @@ def interaction_submit(request, persona: str, project: str, payload: s.Interacti
         interaction = interaction_create(
             memory=memory, trigger_type=payload.trigger_type, outcome=payload.outcome, summary=payload.summary,
             files_changed=payload.files_changed,
-            transcript=[entry.model_dump(mode="json") for entry in payload.transcript], agent_token=token,
+            transcript=[entry.model_dump(mode="json") for entry in payload.transcript], agent_token=token.model,
         )
     interaction.refresh_from_db(fields=["status", "error", "reflected_at"])  # in-process tasks have run already
     return Status(202, _interaction_out(interaction, interaction.lessons.values_list("pk", flat=True)))
@@ -255,7 +253,7 @@ def lessons_append(request, persona: str, project: str, payload: s.LessonsIn):
     with transaction.atomic():
         memory = _memory_for_write(persona_obj, project_obj)
         memory, results = agent_lessons_append(
-            memory=memory, token=token, items=[item.model_dump() for item in payload.lessons]
+            memory=memory, token=token.model, items=[item.model_dump() for item in payload.lessons]
         )
     return Status(201, {
         "lessons": [
@@ -277,7 +275,7 @@ class LessonFilters(Schema):
 @api.get(MEMORY_PATH + "/lessons", response={200: s.LessonPage, **ERRORS}, tags=["lessons"],
          summary="Active lessons, by path (a folder ends with /), category and tier")
 def lessons_list(request, persona: str, project: str, filters: Query[LessonFilters]):
-    persona_obj, project_obj, memory = _read_scope(request, persona, project)
+    _, _, memory = _read_scope(request, persona, project)
     if filters.path is not None and (not filters.path.strip() or ".." in filters.path.split("/")):
         raise DjangoValidationError({"path": ["path must be a file or folder inside the project"]})
     if memory.pk is None:

@@ -25,7 +25,7 @@ def test_command_prints_the_token_once_and_stores_only_its_hash(persona, project
     assert raw.startswith(token.prefix) and len(token.prefix) == 12
     assert raw not in str(list(AgentToken.objects.values()))
     assert "shown only once" in err.getvalue()
-    assert agent_token_authenticate(raw) == token
+    assert agent_token_authenticate(raw).model == token
 
 
 def test_command_refuses_unknown_persona_or_project(persona):
