@@ -1,6 +1,8 @@
 """Agent tokens: creation, hashing, and the scope matrix over every endpoint."""
 
 import hashlib
+import re
+import uuid
 from io import StringIO
 
 import pytest
@@ -117,32 +119,42 @@ def test_recall_and_interaction_status_respect_scope(make_agent, persona, projec
     assert unscoped.get(f"/api/v1/interactions/{interaction.pk}").status_code == 403
 
 
-def _dashboard_urls(resolver=None, prefix=""):
-    """Every URL outside the API that takes no arguments, plus the admin."""
+_PARAM = re.compile(r"<(?:(?P<converter>\w+):)?(?P<name>\w+)>")
+
+
+def _dashboard_urls(values, resolver=None, prefix=""):
+    """Every URL outside the API, with its parameters filled from `values` (by converter)."""
     resolver = resolver or get_resolver()
     for entry in resolver.url_patterns:
         route = prefix + str(entry.pattern)
         if route.startswith("api/"):
             continue
         if isinstance(entry, URLResolver):
-            yield from _dashboard_urls(entry, route)
-        elif isinstance(entry, URLPattern) and "<" not in route and "^" not in route:
-            yield "/" + route.lstrip("^").rstrip("$")
+            yield from _dashboard_urls(values, entry, route)
+        elif isinstance(entry, URLPattern) and "^" not in route and "(?P" not in route:
+            yield "/" + _PARAM.sub(lambda m: str(values.get(m["converter"] or "str")), route).rstrip("$")
 
 
 def test_agent_tokens_open_no_dashboard_or_admin_door(client, make_agent, persona, project, memory):
     """Bearer tokens are not sessions: every page and form outside the API treats the agent as anonymous."""
     agent, _ = make_agent(persona)
     lesson = make_lesson(memory, "Protected by people only: settings.py")
-    urls = set(_dashboard_urls()) | {"/admin/memory/lesson/", f"/admin/memory/lesson/{lesson.pk}/change/",
-                                     f"/admin/memory/lesson/{lesson.pk}/delete/"}
+    values = {"int": lesson.pk, "slug": project.slug, "str": project.slug, "path": "src/app.py", "uuid": uuid.uuid4()}
+    urls = set(_dashboard_urls(values)) | {"/admin/memory/lesson/", f"/admin/memory/lesson/{lesson.pk}/change/",
+                                           f"/admin/memory/lesson/{lesson.pk}/delete/",
+                                           f"/admin/personas/persona/{persona.pk}/change/"}
     before = _counts()
+    checked = 0
     for url in sorted(urls):
         if "login" in url or "logout" in url:  # the sign-in forms themselves
             continue
         for method in (agent.get, agent.post):
             response = method(url)
+            checked += 1
             assert response.status_code in (301, 302, 401, 403, 404, 405), (url, response.status_code)
             if response.status_code in (301, 302):
                 assert "login" in response["Location"], (url, response["Location"])
+    assert checked >= 8
     assert _counts() == before
+    persona.refresh_from_db()
+    assert persona.refinement_prompt == "" and persona.reflection_prompt == ""
