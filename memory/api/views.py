@@ -4,10 +4,12 @@ A token reads and appends only its own persona's memory (and only its project wh
 scoped to one). There is no endpoint that approves, applies, reverts or edits prompts.
 """
 
+from typing import Literal
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.http import HttpResponse
-from ninja import NinjaAPI, Query, Schema, Status
+from ninja import Field, NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from memory.api import schemas as s
@@ -157,10 +159,6 @@ def health(request):
     return {"status": "ok"}
 
 
-class ContextQuery(Schema):
-    format: str = "text"
-
-
 MEMORY_PATH = "/memory/{persona}/{project}"
 
 
@@ -172,7 +170,7 @@ MEMORY_PATH = "/memory/{persona}/{project}"
     description="`## Core Lessons` then `## Working Memory`, within budgets, as text/plain; "
     "`?format=json` adds the id of every lesson in it (for recall).",
 )
-def memory_context(request, persona: str, project: str, format: s.Literal["text", "json"] = "text"):
+def memory_context(request, persona: str, project: str, format: Literal["text", "json"] = "text"):
     _, slug, memory = _read_scope(request, persona, project)
     if format == "json":
         payload = context_payload(memory) if memory.pk else _empty_context()
@@ -268,8 +266,8 @@ class LessonFilters(Schema):
     path: str | None = None
     category: s.CATEGORY | None = None
     tier: s.TIER | None = None
-    limit: int = s.Field(50, ge=1, le=200)
-    offset: int = s.Field(0, ge=0)
+    limit: int = Field(50, ge=1, le=200)
+    offset: int = Field(0, ge=0)
 
 
 @api.get(MEMORY_PATH + "/lessons", response={200: s.LessonPage, **ERRORS}, tags=["lessons"],
