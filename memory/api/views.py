@@ -175,8 +175,14 @@ def memory_context(request, persona: str, project: str, format: Literal["text", 
     if format == "json":
         payload = context_payload(memory) if memory.pk else _empty_context()
         return {"persona": request.auth.persona_name, "project": slug, **payload}
-    text = compiled_memory_text(memory) if memory.pk else ""
-    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    # The version identifies the text, so an agent holding the current text gets a 304.
+    etag = f'"m{memory.pk or 0}-v{memory.version}"'
+    if etag in [tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")]:
+        response = HttpResponse(status=304)
+    else:
+        text = compiled_memory_text(memory) if memory.pk else ""
+        response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    response["ETag"] = etag
     response["X-Memory-Version"] = str(memory.version)
     return response
 

@@ -56,8 +56,9 @@ def offline_reflection(interaction):
     return [ParsedLesson(category="OBSERVATION", text=text, refs=refs, vague=is_vague(text, refs))]
 
 
-def _mark_failed(interaction_id, error):
-    Interaction.objects.filter(pk=interaction_id).update(
+def interaction_mark_failed(*, interaction_id, error):
+    """Record why reflection failed; an interaction already reflected is left as it is."""
+    Interaction.objects.filter(pk=interaction_id, status=Interaction.Status.PENDING).update(
         status=Interaction.Status.FAILED, error=str(error)[:4000], reflected_at=timezone.now()
     )
 
@@ -88,12 +89,12 @@ def interaction_reflect(*, interaction_id):
             lessons = parse_reflection(completion.text)
     except (EngineError, ReflectionParseError) as exc:
         log.warning("reflection of interaction %s failed: %s", interaction_id, exc)
-        _mark_failed(interaction_id, exc)
+        interaction_mark_failed(interaction_id=interaction_id, error=exc)
         return []
     try:
         return _store(interaction_id, lessons)
     except ValidationError as exc:
-        _mark_failed(interaction_id, "; ".join(exc.messages))
+        interaction_mark_failed(interaction_id=interaction_id, error="; ".join(exc.messages))
         return []
 
 

@@ -158,3 +158,17 @@ def test_agent_tokens_open_no_dashboard_or_admin_door(client, make_agent, person
     assert _counts() == before
     persona.refresh_from_db()
     assert persona.refinement_prompt == "" and persona.reflection_prompt == ""
+
+
+def test_revoke_command_and_last_use(make_agent, persona, project, memory):
+    agent, token = make_agent(persona)
+    url = memory_url(persona, project, "context")
+    assert agent.get(url).status_code == 200
+    token.refresh_from_db()
+    assert token.last_used_at is not None
+    out = StringIO()
+    call_command("revoke_agent_token", token.prefix, stdout=out)
+    assert "Revoked" in out.getvalue()
+    assert agent.get(url).status_code == 401
+    with pytest.raises(CommandError, match="no live token"):
+        call_command("revoke_agent_token", token.prefix, stdout=StringIO())

@@ -109,3 +109,16 @@ def test_json_query_count_does_not_grow_with_lessons(agent, memory, persona, pro
     assert len(data["lessons"]) + len(data["cut_lesson_ids"]) == 1001
     with django_assert_num_queries(2):
         agent.get(url)
+
+
+def test_etag_spares_an_unchanged_text(agent, memory, persona, project):
+    make_lesson(memory, "Etags follow the version in api/views.py")
+    url = memory_url(persona, project, "context")
+    first = agent.get(url)
+    etag = first["ETag"]
+    again = agent.client.get(url, headers={**agent.headers, "If-None-Match": etag})
+    assert again.status_code == 304 and again.content == b""
+    make_lesson(memory, "A new lesson changes the version")
+    changed = agent.client.get(url, headers={**agent.headers, "If-None-Match": etag})
+    assert changed.status_code == 200 and "A new lesson" in changed.content.decode()
+    assert changed["ETag"] != etag

@@ -159,3 +159,16 @@ def test_interaction_create_enqueues_after_commit(memory, django_capture_on_comm
     callbacks[0]()
     interaction.refresh_from_db()
     assert interaction.status == "reflected" and Lesson.objects.count() == 1
+
+
+def test_unexpected_error_in_the_task_marks_the_interaction_failed(monkeypatch, interaction):
+    from memory.reflection.tasks import reflect_interaction
+
+    def broken(persona, memory=None):
+        raise RuntimeError("socket closed")
+
+    monkeypatch.setattr("memory.reflection.services.get_engine", broken)
+    with pytest.raises(RuntimeError):
+        reflect_interaction(interaction.pk)
+    interaction.refresh_from_db()
+    assert interaction.status == "failed" and "socket closed" in interaction.error
