@@ -76,6 +76,8 @@ def on_unauthenticated(request, exc):
 
 @api.exception_handler(HttpError)
 def on_http_error(request, exc):
+    if exc.status_code == 400:  # the only 400 is a body that is not JSON
+        return _error(request, 400, "the request body is not valid JSON", {"body": [str(exc)]})
     return _error(request, exc.status_code, str(exc))
 
 
