@@ -97,6 +97,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
+    "ninja",  # serves the API docs page's scripts locally instead of from a CDN
     "personas",
     "memory",
 ]
@@ -147,6 +148,8 @@ else:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": env_str("SQLITE_PATH", str(BASE_DIR / "db.sqlite3")),
             "OPTIONS": {"timeout": 20},
+            # Reusing the connection spares every request SQLite's open and schema read.
+            "CONN_MAX_AGE": env_int("DB_CONN_MAX_AGE", 60),
         }
     }
 

@@ -1,0 +1,99 @@
+"""Reads of the agent API. Each runs a fixed number of queries whatever the size of the memory."""
+
+from django.core.cache import cache
+from django.db import connection
+from django.db.models import Prefetch
+
+from memory.models import Change, Lesson, LessonRef, Memory
+from personas.models import Project
+from memory.selectors import compile_memory
+
+CACHE_SECONDS = 24 * 3600
+
+
+def _refs_prefetch():
+    return Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"))
+
+
+def memory_lookup(persona_id, project_slug):
+    """The memory of a persona in the project with that slug, or None; one indexed query.
+
+    Hand-written because it runs on every context read, where the ORM's query building would
+    cost more than serving the cached text. The instance carries what compiling needs (id,
+    version, budgets) and is only read, never saved.
+    """
+    qn = connection.ops.quote_name
+    sql = (
+        f"SELECT m.id, m.persona_id, m.project_id, m.version, m.core_char_budget, m.working_char_budget "
+        f"FROM {qn(Memory._meta.db_table)} m JOIN {qn(Project._meta.db_table)} pr ON pr.id = m.project_id "
+        f"WHERE m.persona_id = %s AND pr.slug = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [persona_id, project_slug])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    memory_id, persona_id, project_id, version, core_budget, working_budget = row
+    return Memory(id=memory_id, persona_id=persona_id, project_id=project_id, version=version,
+                  core_char_budget=core_budget, working_char_budget=working_budget)
+
+
+def context_payload(memory):
+    """The compiled memory with the ids of the lessons in it; cached per memory version."""
+    key = f"nw:context-json:{memory.pk}:{memory.version}"
+    payload = cache.get(key)
+    if payload is not None:
+        return payload
+    compiled = compile_memory(memory)
+    kept = compiled.core_kept + compiled.working_kept
+    lessons = {
+        lesson.pk: lesson
+        for lesson in Lesson.objects.filter(pk__in=kept).prefetch_related(_refs_prefetch())
+    }
+    payload = {
+        "version": memory.version,
+        "text": compiled.text,
+        "lessons": [
+            {
+                "id": pk,
+                "tier": lessons[pk].tier,
+                "category": lessons[pk].category,
+                "text": lessons[pk].text,
+                "refs": [ref.as_text() for ref in lessons[pk].refs.all()],
+            }
+            for pk in kept
+        ],
+        "cut_lesson_ids": compiled.core_cut + compiled.working_cut,
+    }
+    cache.set(key, payload, timeout=CACHE_SECONDS)
+    return payload
+
+
+def lesson_list(memory, *, path=None, category=None, tier=None, limit=50, offset=0):
+    qs = Lesson.objects.filter(memory=memory).active()
+    if path:
+        qs = qs.touching_path(path)
+    if category:
+        qs = qs.filter(category=category)
+    if tier:
+        qs = qs.filter(tier=tier)
+    count = qs.count()
+    items = list(qs.order_by("id").prefetch_related(_refs_prefetch())[offset: offset + limit])
+    return count, items
+
+
+def lesson_for_recall(lesson_id):
+    return (
+        Lesson.objects.select_related("memory__persona", "memory__project", "interaction")
+        .prefetch_related(
+            _refs_prefetch(),
+            "derived_from",
+            "confirmations",
+            Prefetch(
+                "changes",
+                queryset=Change.objects.select_related("batch", "batch__actor_user").order_by("id"),
+            ),
+        )
+        .filter(pk=lesson_id)
+        .first()
+    )

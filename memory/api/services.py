@@ -1,0 +1,109 @@
+"""Writes the agent API makes: the workspace tools of an agent, as working lessons.
+
+Tool → lesson mapping (every lesson an agent writes is a working lesson; only people promote to core):
+- save_fact:    a lasting fact about the project. Category DECISION (default), ARCHITECTURE or PATTERN.
+- log_learning: an insight from the session. Category OBSERVATION (default) or PATTERN.
+- log_error:    an error pattern and what to do about it. OBSERVATION; `error` (required) is kept in the text.
+- daily_log:    session progress. OBSERVATION with low relevance (the first thing a budget cuts).
+Agents may set relevance low, medium or high; critical is for people, since critical lessons are never cut.
+An exact duplicate of an active lesson confirms that lesson instead of adding a copy.
+"""
+
+import re
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from memory import services
+from memory.models import ChangeBatch, Lesson, LessonStatus, Memory, Relevance, Tier, content_hash
+from memory.signals import working_lessons_added
+
+TOOL_CATEGORIES = {
+    "save_fact": ("DECISION", "ARCHITECTURE", "PATTERN"),
+    "log_learning": ("OBSERVATION", "PATTERN"),
+    "log_error": ("OBSERVATION",),
+    "daily_log": ("OBSERVATION",),
+}
+TOOL_RELEVANCE = {"daily_log": Relevance.LOW}
+
+
+def _one_line(text):
+    return re.sub(r"\s+", " ", text or "").strip()
+
+
+def tool_lesson_fields(item):
+    """(category, text, relevance) for one tool call; ValidationError naming the field otherwise."""
+    allowed = TOOL_CATEGORIES[item["tool"]]
+    category = item.get("category") or allowed[0]
+    if category not in allowed:
+        raise ValidationError({"category": [f"{item['tool']} takes category {' or '.join(allowed)}, not {category}"]})
+    text = item["text"].strip()
+    if "\n" in text:
+        raise ValidationError({"text": ["lesson text must be a single line"]})
+    if item["tool"] == "log_error":
+        error = _one_line(item.get("error"))
+        if not error:
+            raise ValidationError({"error": ["log_error needs the error message that was seen"]})
+        text = f"{text} — error: {error}"
+    relevance = item.get("relevance") or TOOL_RELEVANCE.get(item["tool"], Relevance.MEDIUM)
+    return category, text, relevance
+
+
+@transaction.atomic
+def agent_lessons_append(*, memory, token, items):
+    """Append the lessons of one API call as one batch; all or nothing.
+
+    `items` are dicts with tool, text, category, refs, relevance, error. Returns a list of
+    (lesson, "created" | "confirmed").
+    """
+    memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    actor = services.Actor.agent(token)
+    batch = None
+    section = None
+    results, created_ids, errors = [], [], {}
+    prepared = []
+    for i, item in enumerate(items):
+        try:
+            category, text, relevance = tool_lesson_fields(item)
+            services.validate_lesson_fields(tier=Tier.WORKING, category=category, text=text, relevance=relevance)
+        except ValidationError as exc:
+            for field, messages in exc.message_dict.items():
+                errors[f"lessons.{i}.{field}"] = messages
+            continue
+        prepared.append((item, category, text, relevance))
+    if errors:
+        raise ValidationError(errors)
+    seen = {}
+    for item, category, text, relevance in prepared:
+        digest = content_hash(text)
+        if digest in seen:
+            results.append((seen[digest], "confirmed"))
+            continue
+        existing = (
+            Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE, content_hash=digest).order_by("id").first()
+        )
+        if existing:
+            services.lesson_confirm(lesson=existing)
+            seen[digest] = existing
+            results.append((existing, "confirmed"))
+            continue
+        if batch is None:
+            batch = services.batch_create(
+                memory=memory, kind=ChangeBatch.Kind.AGENT, actor=actor,
+                label=f"Written by agent token {token.prefix}", reason=f"{item['tool']} through the agent API",
+            )
+            section = services.next_section(memory)
+        lesson = services.lesson_create(
+            memory=memory, text=text, category=category, tier=Tier.WORKING, refs=item.get("refs") or [],
+            relevance=relevance, actor=actor, batch=batch, section=section, bump=False,
+        )
+        seen[digest] = lesson
+        created_ids.append(lesson.pk)
+        results.append((lesson, "created"))
+    if created_ids:
+        services.memory_bump_version(memory)
+        memory_id = memory.pk
+        transaction.on_commit(
+            lambda: working_lessons_added.send(sender=Lesson, memory_id=memory_id, lesson_ids=list(created_ids))
+        )
+    return memory, results

@@ -1,0 +1,280 @@
+"""Benchmark: the context endpoint under concurrent load, next to a trivial JSON view of the same app.
+
+A memory of 10,000 lessons in a fresh SQLite database, served by gunicorn (2 sync workers) on
+loopback; a second process generates the load with threads and http.client, bounded by a request
+count and a time limit. The goal: the context endpoint's median latency within 1.5× of the
+trivial view's (`/api/v1/health`), because it is served from the cache keyed by memory version.
+
+    python -m memory.bench.api [--lessons 10000] [--requests 2000] [--threads 8] [--seconds 60]
+
+Each client thread alternates between the two endpoints, so both see the same machine load.
+
+`run(report)` is the entry for the bench runner: `report(title, rows)` receives a list of dicts.
+This module imports Django only in the subprocess that builds the database.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PERSONA = "Bench Lead"
+PROJECT = "bench-app"
+GOAL_RATIO = 1.5
+ROUNDS = 3
+COLUMNS = ("requests", "errors", "rps", "p50_ms", "p99_ms")
+
+
+# --- the database (runs in its own process, with the bench environment) ----------------------
+
+def seed(lessons):
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)
+    from memory.models import Lesson, LessonRef, Memory, content_hash
+    from memory.tokens import agent_token_create
+    from personas.models import Persona, Project
+
+    persona = Persona.objects.create(name=PERSONA, role="Tech Lead")
+    project = Project.objects.create(slug=PROJECT, name="Bench app", repository_url="https://example.com/bench")
+    memory = Memory.objects.create(persona=persona, project=project)
+    core = min(100, lessons // 10)
+    rows = []
+    for i in range(lessons):
+        tier = "core" if i < core else "working"
+        category = ("PATTERN", "DECISION", "ARCHITECTURE")[i % 3] if tier == "core" else \
+            ("OBSERVATION", "PATTERN", "TODO", "HYPOTHESIS")[i % 4]
+        text = f"Lesson {i}: handler_{i % 97}() in src/pkg{i % 50}/module_{i}.py retries {i % 7 + 1} times"
+        rows.append(Lesson(memory=memory, tier=tier, category=category, text=text, content_hash=content_hash(text),
+                           section=i // 3))
+    # Bulk rows keep the set-up short; the benchmark measures reads, not the write path.
+    created = Lesson.objects.bulk_create(rows, batch_size=2000)
+    LessonRef.objects.bulk_create(
+        (LessonRef(lesson=lesson, path=f"src/pkg{i % 50}/module_{i}.py", start_line=10 + i % 40,
+                   end_line=20 + i % 40) for i, lesson in enumerate(created)),
+        batch_size=2000,
+    )
+    Memory.objects.filter(pk=memory.pk).update(version=1)
+    _, raw = agent_token_create(persona=persona, project=project, name="bench")
+    print(json.dumps({"token": raw, "lessons": Lesson.objects.filter(memory=memory).count()}))
+
+
+# --- the load generator (runs in its own process) ---------------------------------------------
+
+def load(host, port, targets, token, requests, threads, seconds):
+    """Hit every target in turn from each thread, so machine noise falls on all targets alike.
+
+    `targets` is a list of (name, path, needs_token); stops after `requests` per target or
+    after `seconds`, whichever comes first. Prints one JSON object with figures per target.
+    """
+    lock = threading.Lock()
+    latencies = {name: [] for name, _, _ in targets}
+    errors = {name: [] for name, _, _ in targets}
+    issued = [0]
+    total = requests * len(targets)
+    deadline = time.monotonic() + seconds
+
+    def worker():
+        while True:
+            with lock:
+                if issued[0] >= total or time.monotonic() > deadline:
+                    return
+                name, path, needs_token = targets[issued[0] % len(targets)]
+                issued[0] += 1
+            headers = {"Authorization": f"Bearer {token}"} if needs_token else {}
+            start = time.perf_counter()
+            try:
+                conn = http.client.HTTPConnection(host, port, timeout=30)
+                conn.request("GET", path, headers=headers)
+                response = conn.getresponse()
+                response.read()
+                conn.close()
+                outcome = response.status
+            except OSError as exc:
+                outcome = str(exc)
+            elapsed = time.perf_counter() - start
+            with lock:
+                if outcome == 200:
+                    latencies[name].append(elapsed)
+                else:
+                    errors[name].append(str(outcome))
+
+    started = time.perf_counter()
+    pool = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    wall = time.perf_counter() - started
+    figures = {}
+    for name, _, _ in targets:
+        values = sorted(latencies[name])
+        figures[name] = {
+            "requests": len(values), "errors": len(errors[name]), "error_sample": errors[name][:3],
+            "seconds": round(wall, 2),
+            # Each target got its share of the same wall time; rps is per target.
+            "rps": round(len(values) / wall, 1) if wall else 0,
+            "p50_ms": round(statistics.median(values) * 1000, 2) if values else None,
+            "p99_ms": round(values[min(len(values) - 1, int(0.99 * len(values)))] * 1000, 2) if values else None,
+        }
+    print(json.dumps(figures))
+
+
+# --- orchestration ----------------------------------------------------------------------------
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_until_serving(port, proc, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("gunicorn exited before serving")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/api/v1/health")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            threading.Event().wait(0.2)
+    raise RuntimeError(f"gunicorn did not answer on port {port} within {timeout}s")
+
+
+def _load_process(env, port, targets, token, requests, threads, seconds):
+    spec = json.dumps(targets)
+    out = subprocess.run(
+        [sys.executable, "-m", "memory.bench.api", "--load", spec, "--port", str(port), "--token", token,
+         "--requests", str(requests), "--threads", str(threads), "--seconds", str(seconds)],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure(*, lessons=10_000, requests=2000, threads=8, seconds=60.0):
+    with tempfile.TemporaryDirectory(prefix="nw-bench-") as tmp:
+        env = {
+            **{k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CACHE_URL", "CELERY_BROKER_URL")},
+            "DJANGO_SETTINGS_MODULE": "nightwatch.settings",
+            "SQLITE_PATH": str(Path(tmp) / "bench.sqlite3"),
+            "DEBUG": "0",
+            "SECRET_KEY": secrets.token_urlsafe(40),
+            "LOG_LEVEL": "warning",
+        }
+        seeded = subprocess.run([sys.executable, "-m", "memory.bench.api", "--seed", str(lessons)], cwd=ROOT,
+                                env=env, capture_output=True, text=True, check=True)
+        info = json.loads(seeded.stdout.strip().splitlines()[-1])
+        token = info["token"]
+        port = _free_port()
+        server = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "nightwatch.wsgi:application", "--workers", "2",
+             "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )
+        try:
+            _wait_until_serving(port, server)
+            context = f"/api/v1/memory/{PERSONA.replace(' ', '%20')}/{PROJECT}/context"
+            # Warm both workers' caches (each process compiles the memory once per version).
+            _load_process(env, port, [["context", context, True]], token, 40, 4, seconds)
+            both = [["health", "/api/v1/health", False], ["context", context, True]]
+            # Mixed: every client thread alternates between the endpoints (same queue, same noise).
+            mixed = _load_process(env, port, both, token, requests, threads, seconds)
+            # Alone: each endpoint by itself, in alternating rounds, so its own service time shows.
+            rounds = {"health": [], "context": []}
+            for _ in range(ROUNDS):
+                for target in both:
+                    figures = _load_process(env, port, [target], token, requests // ROUNDS, threads, seconds)
+                    rounds[target[0]].append(figures[target[0]])
+            results = {"mixed": mixed, "alone": {name: _combine(runs) for name, runs in rounds.items()}}
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    return info["lessons"], results
+
+
+def _combine(runs):
+    count = sum(r["requests"] for r in runs)
+    wall = sum(r["seconds"] for r in runs)
+    return {
+        "requests": count,
+        "errors": sum(r["errors"] for r in runs),
+        "rps": round(count / wall, 1) if wall else 0,
+        "p50_ms": round(statistics.median(r["p50_ms"] for r in runs), 2),
+        "p99_ms": round(max(r["p99_ms"] for r in runs), 2),
+    }
+
+
+def _ratio(results):
+    health, context = results["health"]["p50_ms"], results["context"]["p50_ms"]
+    return round(context / health, 2) if health else None
+
+
+def run(report, **options):
+    lessons, results = measure(**options)
+    threads = options.get("threads", 8)
+    figures = {"lessons": lessons}
+    for mode, label in (("alone", "each endpoint alone"), ("mixed", "both endpoints interleaved")):
+        data = results[mode]
+        ratio = _ratio(data)
+        verdict = "met" if ratio is not None and ratio <= GOAL_RATIO else "NOT met"
+        rows = [
+            {"endpoint": "GET /api/v1/health (trivial JSON)", **{k: data["health"][k] for k in COLUMNS}},
+            {"endpoint": f"GET …/context ({lessons} lessons)", **{k: data["context"][k] for k in COLUMNS}},
+        ]
+        report(
+            f"Agent API, gunicorn 2 workers, {threads} client threads, {label}: context p50 = {ratio}× the "
+            f"trivial view (goal ≤ {GOAL_RATIO}×: {verdict})",
+            rows,
+        )
+        figures[mode] = {"health": data["health"], "context": data["context"], "p50_ratio": ratio}
+    return figures
+
+
+def print_report(title, rows):
+    print()
+    print(title)
+    columns = list(rows[0])
+    widths = [max(len(str(c)), *(len(str(r[c])) for r in rows)) for c in columns]
+    print("  ".join(str(c).ljust(w) for c, w in zip(columns, widths)))
+    for r in rows:
+        print("  ".join(str(r[c]).ljust(w) for c, w in zip(columns, widths)))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--load", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--token", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--lessons", type=int, default=10_000)
+    parser.add_argument("--requests", type=int, default=2000, help="per endpoint")
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=60.0, help="time limit of the measured run")
+    args = parser.parse_args(argv)
+    if args.seed is not None:
+        return seed(args.seed)
+    if args.load:
+        targets = [tuple(t) for t in json.loads(args.load)]
+        return load("127.0.0.1", args.port, targets, args.token, args.requests, args.threads, args.seconds)
+    figures = run(print_report, lessons=args.lessons, requests=args.requests, threads=args.threads,
+                  seconds=args.seconds)
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

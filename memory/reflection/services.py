@@ -1,0 +1,152 @@
+"""Reflection: an interaction becomes 1–5 working lessons (or confirmations of lessons already known)."""
+
+import logging
+import re
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from memory import services
+from memory.engines.base import EngineError
+from memory.engines.registry import get_engine
+from memory.models import ChangeBatch, Interaction, Lesson, LessonStatus, Memory, Tier, content_hash
+from memory.reflection.parsing import ParsedLesson, ReflectionParseError, is_vague, parse_reflection
+from memory.reflection.prompts import build_reflection_prompt
+from memory.refs import parse_ref
+from memory.services import MAX_LESSON_CHARS
+from memory.signals import working_lessons_added
+from personas.compiler import compile_system_prompt
+
+log = logging.getLogger(__name__)
+
+REFLECTION_PURPOSE = "reflection"
+
+
+@transaction.atomic
+def interaction_create(*, memory, trigger_type, summary, outcome="", files_changed=(), transcript=(),
+                       agent_token=None):
+    """Record what happened and reflect on it once the transaction commits."""
+    interaction = Interaction.objects.create(
+        memory=memory,
+        trigger_type=trigger_type,
+        outcome=outcome,
+        summary=summary,
+        files_changed=list(files_changed),
+        transcript=list(transcript),
+        agent_token=agent_token,
+    )
+    from memory.reflection.tasks import reflect_interaction
+
+    transaction.on_commit(lambda: reflect_interaction.delay(interaction.pk))
+    return interaction
+
+
+def offline_reflection(interaction):
+    """No model: the summary itself is the lesson, as one OBSERVATION pointing at the changed files."""
+    text = re.sub(r"\s+", " ", interaction.summary).strip()
+    if len(text) > MAX_LESSON_CHARS:
+        text = text[: MAX_LESSON_CHARS - 1].rstrip() + "…"
+    refs = []
+    for item in interaction.files_changed or []:
+        try:
+            refs.append(parse_ref(str(item)))
+        except ValidationError:
+            continue  # a file name that is not a valid ref is still in the interaction, just not linked
+    return [ParsedLesson(category="OBSERVATION", text=text, refs=refs, vague=is_vague(text, refs))]
+
+
+def interaction_mark_failed(*, interaction_id, error):
+    """Record why reflection failed; an interaction already reflected is left as it is."""
+    Interaction.objects.filter(pk=interaction_id, status=Interaction.Status.PENDING).update(
+        status=Interaction.Status.FAILED, error=str(error)[:4000], reflected_at=timezone.now()
+    )
+
+
+def interaction_reflect(*, interaction_id):
+    """Reflect on one interaction. Idempotent: an interaction already reflected (or failed) is left alone.
+
+    Returns the list of new lesson ids. The model call happens outside any transaction; the store
+    is one transaction with one change batch of kind reflection.
+    """
+    interaction = Interaction.objects.select_related("memory__persona", "memory__project").get(pk=interaction_id)
+    if interaction.status != Interaction.Status.PENDING:
+        return []
+    memory = interaction.memory
+    persona = memory.persona
+    try:
+        engine = get_engine(persona, memory=memory)
+        if engine.provider == "offline":
+            lessons = offline_reflection(interaction)
+        else:
+            from memory.selectors import compiled_memory_text
+
+            completion = engine.complete(
+                system=compile_system_prompt(persona, compiled_memory_text(memory)),
+                prompt=build_reflection_prompt(interaction),
+                purpose=REFLECTION_PURPOSE,
+            )
+            lessons = parse_reflection(completion.text)
+    except (EngineError, ReflectionParseError) as exc:
+        log.warning("reflection of interaction %s failed: %s", interaction_id, exc)
+        interaction_mark_failed(interaction_id=interaction_id, error=exc)
+        return []
+    try:
+        return _store(interaction_id, lessons)
+    except ValidationError as exc:
+        interaction_mark_failed(interaction_id=interaction_id, error="; ".join(exc.messages))
+        return []
+
+
+@transaction.atomic
+def _store(interaction_id, parsed):
+    interaction = Interaction.objects.select_for_update().get(pk=interaction_id)
+    if interaction.status != Interaction.Status.PENDING:
+        return []  # another worker got here first
+    # Lock the memory so two reflections cannot both add the same new lesson.
+    memory = Memory.objects.select_for_update().get(pk=interaction.memory_id)
+    actor = services.Actor.job(f"reflection of interaction #{interaction.pk}")
+    batch = None
+    section = None
+    created, seen = [], set()
+    for item in parsed:
+        digest = content_hash(item.text)
+        if digest in seen:
+            continue
+        seen.add(digest)
+        existing = (
+            Lesson.objects.filter(
+                memory=memory, status=LessonStatus.ACTIVE, tier__in=(Tier.WORKING, Tier.CORE), content_hash=digest
+            )
+            .order_by("id")
+            .first()
+        )
+        if existing:
+            services.lesson_confirm(lesson=existing, interaction=interaction)
+            continue
+        if batch is None:
+            batch = services.batch_create(
+                memory=memory, kind=ChangeBatch.Kind.REFLECTION, actor=actor,
+                label=f"Reflection on {interaction.trigger_type}",
+                reason=f"Interaction #{interaction.pk}: {interaction.summary[:200]}",
+            )
+            section = services.next_section(memory)
+        lesson = services.lesson_create(
+            memory=memory, text=item.text, category=item.category, tier=Tier.WORKING, refs=item.refs,
+            actor=actor, batch=batch, section=section, interaction=interaction, vague=item.vague, bump=False,
+        )
+        created.append(lesson.pk)
+    if created:
+        services.memory_bump_version(memory)
+    now = timezone.now()
+    interaction.status = Interaction.Status.REFLECTED
+    interaction.error = ""
+    interaction.reflected_at = now
+    interaction.save(update_fields=["status", "error", "reflected_at"])
+    Memory.objects.filter(pk=memory.pk).update(last_reflected_at=now)
+    if created:
+        memory_id = memory.pk
+        transaction.on_commit(
+            lambda: working_lessons_added.send(sender=Interaction, memory_id=memory_id, lesson_ids=list(created))
+        )
+    return created

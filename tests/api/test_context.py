@@ -1,0 +1,124 @@
+"""GET /api/v1/memory/{persona}/{project}/context"""
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from memory.models import Lesson, LessonRef
+from memory.services import Actor, lesson_delete
+from tests.api.conftest import memory_url
+from tests.factories import make_lesson
+
+
+def test_text_is_the_compiled_memory(agent, memory, persona, project):
+    make_lesson(memory, "Core rule in auth/tokens.py", category="PATTERN", tier="core")
+    make_lesson(memory, "Retry loop in queue/worker.py has no backoff", refs="queue/worker.py#L88-L95")
+    response = agent.get(memory_url(persona, project, "context"))
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/plain")
+    body = response.content.decode()
+    assert body.startswith("## Core Lessons\n- [PATTERN] Core rule in auth/tokens.py")
+    assert "## Working Memory\n## 2026-01-01 [OBSERVATION]\n" in body
+    assert "- [OBSERVATION] Retry loop in queue/worker.py has no backoff (ref: queue/worker.py#L88-L95)" in body
+    assert response["X-Memory-Version"] == str(memory.version)
+
+
+def test_json_includes_lesson_ids_for_recall(agent, memory, persona, project):
+    core = make_lesson(memory, "Core rule in auth/tokens.py", category="PATTERN", tier="core")
+    working = make_lesson(memory, "Observed in api/views.py", refs=["api/views.py#L3"])
+    response = agent.get(memory_url(persona, project, "context") + "?format=json")
+    assert response.status_code == 200
+    data = response.json()
+    assert data["persona"] == persona.name and data["project"] == project.slug
+    assert [item["id"] for item in data["lessons"]] == [core.pk, working.pk]
+    assert data["lessons"][1]["refs"] == ["api/views.py#L3"]
+    assert data["text"] == agent.get(memory_url(persona, project, "context")).content.decode()
+    assert data["version"] == memory.version and data["cut_lesson_ids"] == []
+
+
+def test_unknown_format_names_the_field(agent, memory, persona, project):
+    response = agent.get(memory_url(persona, project, "context") + "?format=xml")
+    assert response.status_code == 422
+    assert "format" in response.json()["fields"]
+
+
+def test_memory_without_lessons_is_empty(agent, persona, project):
+    response = agent.get(memory_url(persona, project, "context"))
+    assert response.status_code == 200 and response.content == b""
+    data = agent.get(memory_url(persona, project, "context") + "?format=json").json()
+    assert data["lessons"] == [] and data["text"] == ""
+
+
+def test_every_mutation_shows_at_once(agent, memory, persona, project):
+    lesson = make_lesson(memory, "Soon deleted: cache.py holds stale keys")
+    url = memory_url(persona, project, "context")
+    assert "stale keys" in agent.get(url).content.decode()
+    assert "stale keys" in agent.get(url + "?format=json").json()["text"]
+    lesson_delete(lesson=lesson, actor=Actor.system("tests"))
+    assert "stale keys" not in agent.get(url).content.decode()
+    assert "stale keys" not in agent.get(url + "?format=json").json()["text"]
+
+
+def _bulk_lessons(memory, n):
+    # Bulk rows keep the test fast; the version bump stands in for the service's invalidation.
+    lessons = Lesson.objects.bulk_create(
+        Lesson(memory=memory, category="OBSERVATION", text=f"Lesson {i} about mod_{i}.py", content_hash=f"{i:064d}",
+               section=i)
+        for i in range(n)
+    )
+    LessonRef.objects.bulk_create(LessonRef(lesson=lesson, path=f"src/mod_{i}.py") for i, lesson in enumerate(lessons))
+    memory.version += 1
+    memory.save(update_fields=["version"])
+
+
+def _count_queries(agent, url):
+    with CaptureQueriesContext(connection) as ctx:
+        response = agent.get(url)
+    assert response.status_code == 200
+    return len(ctx.captured_queries)
+
+
+def test_query_count_does_not_grow_with_lessons(agent, memory, persona, project, django_assert_num_queries):
+    url = memory_url(persona, project, "context")
+    make_lesson(memory, "Core rule in auth/tokens.py", category="PATTERN", tier="core", refs="auth/tokens.py")
+    agent.get(memory_url(persona, project, "prompt"))  # first use of the token records last_used_at
+    _bulk_lessons(memory, 10)
+    # Cold cache: token (+persona, project), memory, core lessons + refs, working lessons + refs.
+    with django_assert_num_queries(6):
+        agent.get(url)
+    # Warm cache: token and memory only.
+    with django_assert_num_queries(2):
+        agent.get(url)
+    _bulk_lessons(memory, 990)
+    with django_assert_num_queries(6):
+        assert agent.get(url).status_code == 200
+    with django_assert_num_queries(2):
+        agent.get(url)
+
+
+def test_json_query_count_does_not_grow_with_lessons(agent, memory, persona, project, django_assert_num_queries):
+    url = memory_url(persona, project, "context") + "?format=json"
+    make_lesson(memory, "Core rule in auth/tokens.py", category="PATTERN", tier="core", refs="auth/tokens.py")
+    agent.get(memory_url(persona, project, "prompt"))
+    _bulk_lessons(memory, 10)
+    small = _count_queries(agent, url)
+    _bulk_lessons(memory, 990)
+    # token, memory, 2×(lessons + refs) to compile, kept lessons + refs for the ids.
+    with django_assert_num_queries(small):
+        data = agent.get(url).json()
+    assert small == 8
+    assert len(data["lessons"]) + len(data["cut_lesson_ids"]) == 1001
+    with django_assert_num_queries(2):
+        agent.get(url)
+
+
+def test_etag_spares_an_unchanged_text(agent, memory, persona, project):
+    make_lesson(memory, "Etags follow the version in api/views.py")
+    url = memory_url(persona, project, "context")
+    first = agent.get(url)
+    etag = first["ETag"]
+    again = agent.client.get(url, headers={**agent.headers, "If-None-Match": etag})
+    assert again.status_code == 304 and again.content == b""
+    make_lesson(memory, "A new lesson changes the version")
+    changed = agent.client.get(url, headers={**agent.headers, "If-None-Match": etag})
+    assert changed.status_code == 200 and "A new lesson" in changed.content.decode()
+    assert changed["ETag"] != etag

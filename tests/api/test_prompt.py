@@ -1,0 +1,35 @@
+"""GET /api/v1/memory/{persona}/{project}/prompt — the full compiled system prompt."""
+
+from tests.api.conftest import memory_url
+from tests.factories import make_lesson
+
+
+def test_prompt_is_persona_sections_then_memory(agent, persona, project, memory):
+    persona.soul = {"whoIAm": "A careful reviewer"}
+    persona.save()
+    make_lesson(memory, "Migrations in db/ are reviewed twice", category="DECISION", tier="core")
+    response = agent.get(memory_url(persona, project, "prompt"))
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/plain")
+    text = response.content.decode()
+    assert text.startswith(f"You are {persona.name}, Tech Lead.")
+    assert "A careful reviewer" in text
+    assert text.index("A careful reviewer") < text.index("## Core Lessons")
+    assert text.rstrip().endswith("## Working Memory")
+
+
+def test_prompt_without_memory_is_just_the_persona(agent, persona, project):
+    assert agent.get(memory_url(persona, project, "prompt")).content.decode() == f"You are {persona.name}, Tech Lead.\n"
+
+
+def test_prompt_query_count_is_constant(agent, persona, project, memory, django_assert_num_queries):
+    url = memory_url(persona, project, "prompt")
+    make_lesson(memory, "core in a.py", category="PATTERN", tier="core")
+    agent.get(url)
+    # token, memory, persona (soul, style, skill); the compiled memory comes from the cache
+    with django_assert_num_queries(3):
+        agent.get(url)
+    for i in range(50):
+        make_lesson(memory, f"lesson {i} in a.py")
+    agent.get(url)
+    with django_assert_num_queries(3):
+        agent.get(url)
