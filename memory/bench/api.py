@@ -27,6 +27,8 @@ import threading
 import time
 from pathlib import Path
 
+from memory.bench import benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
 PERSONA = "Bench Lead"
 PROJECT = "bench-app"
@@ -222,6 +224,19 @@ def _combine(runs):
 def _ratio(results):
     health, context = results["health"]["p50_ms"], results["context"]["p50_ms"]
     return round(context / health, 2) if health else None
+
+
+@benchmark("api", "Context endpoint under load, beside a trivial JSON view")
+def bench_api(bench):
+    lessons, results = measure(lessons=bench.scaled(10_000), requests=bench.scaled(2000, minimum=50))
+    for mode in ("alone", "mixed"):
+        data = results[mode]
+        for name in ("health", "context"):
+            bench.figure(f"{mode}: {name} p50", data[name]["p50_ms"], unit="ms")
+            bench.figure(f"{mode}: {name} p99", data[name]["p99_ms"], unit="ms")
+            bench.figure(f"{mode}: {name} throughput", data[name]["rps"], unit="req/s")
+        bench.figure(f"{mode}: context p50 / trivial p50", _ratio(data), unit="×", target=GOAL_RATIO)
+    bench.note(f"{lessons} lessons; gunicorn with 2 workers on loopback; load from a second process")
 
 
 def run(report, **options):

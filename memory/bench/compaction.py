@@ -9,6 +9,8 @@ import statistics
 import time
 from datetime import date, timedelta
 
+from memory.bench import benchmark
+
 REVIEW_BUDGET_MS = 200
 LINES = 150
 REPEAT = 15
@@ -36,6 +38,11 @@ def _seed(memory, actor):
             relevance=["low", "medium", "high"][i % 3],
             lesson_date=date(2026, 1, 1) + timedelta(days=i % 60),
         )
+
+
+@benchmark("compaction", "Compaction of a 150-lesson working memory and its review page")
+def bench_compaction(bench):
+    run(lambda name, value, unit, budget: bench.figure(name, value, unit=unit, target=budget))
 
 
 def run(report):

@@ -8,6 +8,8 @@ import random
 import time
 from datetime import date, timedelta
 
+from memory.bench import benchmark
+
 LESSONS = 10_000
 THEMES = 1_500
 BUDGET_SECONDS = 5.0
@@ -109,9 +111,13 @@ def measure():
     }
 
 
+@benchmark("promotions", "Promotion detection on 10,000 working lessons")
+def bench_promotions(bench):
+    run(lambda name, value, unit, budget: bench.figure(name, value, unit=unit, target=budget))
+
+
 def run(report):
-    """Bench-runner entry point. Figures go out as report(name, value, unit, budget); a runner that
-    takes report(title, rows) instead gets one table."""
+    """Figures go out as report(name, value, unit, budget)."""
     figures = measure()
     rows = [
         ("promotion detection, 10k working lessons (wall)", figures["detect_service_seconds"], "s", BUDGET_SECONDS),
@@ -120,11 +126,8 @@ def run(report):
         ("promotion detection re-run, nothing new", figures["rerun_seconds"], "s", None),
         ("promotion candidates proposed", figures["candidates_created"], "candidates", None),
     ]
-    try:
-        for row in rows:
-            report(*row)
-    except TypeError:
-        report("Promotion detection", [dict(zip(("figure", "value", "unit", "budget"), row)) for row in rows])
+    for row in rows:
+        report(*row)
     return figures
 
 

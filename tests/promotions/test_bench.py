@@ -19,8 +19,16 @@ def test_bench_reports_figures_and_leaves_nothing_behind(monkeypatch):
     assert not Memory.objects.exists()
 
 
-def test_bench_falls_back_to_a_table_report(monkeypatch):
+def test_bench_registers_with_the_runner(monkeypatch):
+    from memory.bench import discover
+
     monkeypatch.setattr(bench, "seed_lessons", lambda memory, _orig=bench.seed_lessons: _orig(memory, n=200, themes=30))
-    tables = []
-    bench.run(lambda title, rows: tables.append((title, rows)))
-    assert tables and tables[0][1][0]["unit"] == "s"
+    figures = []
+
+    class Recorder:
+        def figure(self, label, value, *, unit="", target=None):
+            figures.append((label, value, unit, target))
+
+    discover()["promotions"].func(Recorder())
+    wall = next(f for f in figures if f[0].endswith("(wall)"))
+    assert wall[2] == "s" and wall[3] == bench.BUDGET_SECONDS and wall[1] > 0
