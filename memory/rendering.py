@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from django.utils.safestring import mark_safe
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
 
 # --- invisible and bidi characters -----------------------------------------------------------
 
@@ -131,6 +132,18 @@ def _build_markdown():
         return self.renderToken(tokens, idx, options, env)
 
     md.add_render_rule("link_open", link_open)
+
+    # Invisible characters become chips in text and inline code only, never inside attributes
+    # (a link title), where inserted markup would break the tag.
+    def text(self, tokens, idx, options, env):
+        return _with_chips(escapeHtml(tokens[idx].content))
+
+    def code_inline(self, tokens, idx, options, env):
+        token = tokens[idx]
+        return f"<code{self.renderAttrs(token)}>{_with_chips(escapeHtml(token.content))}</code>"
+
+    md.add_render_rule("text", text)
+    md.add_render_rule("code_inline", code_inline)
     return md
 
 
@@ -143,16 +156,19 @@ def _chip_html(ch):
     )
 
 
+def _with_chips(escaped):
+    return _INVISIBLE_RE.sub(lambda m: _chip_html(m.group()), escaped)
+
+
 def render_markdown(text):
     """Lesson text as inline HTML: Markdown, no raw HTML, safe links, invisible characters as chips.
 
     This is the only place that marks HTML safe. It is safe because markdown-it escapes every
     character of the input it does not turn into markup itself (raw HTML is disabled, unsafe links
-    are left as escaped text), and the invisible characters we then replace are not HTML syntax;
-    the chips we insert contain only code point numbers and Unicode names.
+    are left as escaped text), and the chips the text rules insert for invisible characters
+    contain only code point numbers and Unicode names.
     """
     html = _MD.renderInline(text or "")
-    html = _INVISIBLE_RE.sub(lambda m: _chip_html(m.group()), html)
     return mark_safe(html)  # noqa: S308 - see the docstring: escaped renderer output only
 
 

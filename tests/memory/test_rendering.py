@@ -79,3 +79,13 @@ def test_snapshot_diff_fields():
     assert diff["text"] is None
     assert {f["label"]: (f["before"], f["after"]) for f in diff["fields"]} == {
         "Protected": ("no", "yes"), "Refs": ("—", "src/a.py#L1")}
+
+
+def test_invisible_characters_in_a_link_title_do_not_break_the_tag():
+    from memory.rendering import render_markdown
+
+    html = str(render_markdown('[x](https://example.com "ti\u200btle") a\u200bb `c\u202ed`'))
+    assert html.count("<a ") == 1 and html.count("</a>") == 1
+    assert 'title="ti\u200btle"' in html  # attribute left intact
+    assert html.count('class="invisible-char"') == 2  # in the text and in the inline code
+    assert "<code>c<span" in html
