@@ -25,7 +25,7 @@ demo: migrate
 	$(PY) manage.py seed_demo
 
 run: demo
-	$(PY) manage.py demo_login
+	$(PY) manage.py demo_login --url http://$(HOST):$(PORT)/
 	@echo "Serving Night Watch Memory on http://$(HOST):$(PORT)/"
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
