@@ -85,7 +85,7 @@ class Figure:
         if self.cpu is not None:
             line += f"  [cpu {self.cpu:,.3f}]"
         if self.target is not None:
-            op = ">=" if self.higher_is_better else "<"
+            op = "≥" if self.higher_is_better else "≤"
             line += f"   (target {op} {self.target:g} {self.unit}: {'ok' if self.met else 'MISSED'})"
         return line
 

@@ -31,7 +31,7 @@ def test_files_benchmark_reports_its_figures(registry):
     assert "== files:" in out
     for label in ("import 200 bullets (2 files)", "import again", "export 2 files", "compile one memory of 200 lessons"):
         assert label in out
-    assert "target < 20 ms" in out and "[cpu" in out
+    assert "target ≤ 20 ms" in out and "[cpu" in out
 
 
 def test_registered_benchmark_runs_alone_with_its_target(registry):
@@ -44,7 +44,7 @@ def test_registered_benchmark_runs_alone_with_its_target(registry):
 
     out = _run("--only", "tiny", "--scale", "0.5")
     assert "== tiny: A tiny one" in out and "== files" not in out
-    assert "(target < 1000 ms: ok)" in out
+    assert "(target ≤ 1000 ms: ok)" in out
     assert "(target >= 10 x: MISSED)" in out
     assert "scale 0.5, tmpdir exists: True" in out
     assert "1 target(s) missed: speed" in out
