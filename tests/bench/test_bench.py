@@ -45,7 +45,7 @@ def test_registered_benchmark_runs_alone_with_its_target(registry):
     out = _run("--only", "tiny", "--scale", "0.5")
     assert "== tiny: A tiny one" in out and "== files" not in out
     assert "(target ≤ 1000 ms: ok)" in out
-    assert "(target >= 10 x: MISSED)" in out
+    assert "(target ≥ 10 x: MISSED)" in out
     assert "scale 0.5, tmpdir exists: True" in out
     assert "1 target(s) missed: speed" in out
     with pytest.raises(CommandError, match="benchmark targets missed"):
