@@ -8,6 +8,7 @@ from django.db.models import Count, Q
 
 from memory.engines.base import ToolCall
 from memory.engines.offline import OfflineEngine
+from memory.engines.recorder import CallRecorder
 from memory.engines.scripted import ScriptedEngine
 from memory.models import Lesson, Memory, RefinementRun
 from memory.refinement.session import refinement_run_create, refinement_run_execute
@@ -45,7 +46,8 @@ def seed(stdout):
         stdout.write("refinement demo: no memories with core lessons; run seed_demo first\n")
         return
     tidy, attacked = memories
-    _run(tidy, OfflineEngine(), stdout, "offline de-duplication")
+    _run(tidy, OfflineEngine(recorder=CallRecorder(memory=tidy)), stdout, "offline de-duplication")
     victims = Lesson.objects.filter(memory=attacked, tier="core", status="active").order_by("id")
     script = [[ToolCall(f"d{l.pk}", "delete", {"id": l.pk})] for l in victims] + [[ToolCall("end", "complete", {})]]
-    _run(attacked, ScriptedEngine(turns=script, completions=["YES"]), stdout, "mass deletion")
+    engine = ScriptedEngine(turns=script, completions=["YES"], recorder=CallRecorder(memory=attacked))
+    _run(attacked, engine, stdout, "mass deletion")

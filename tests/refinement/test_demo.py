@@ -21,3 +21,12 @@ def test_demo_seeds_one_completed_and_one_terminated_run_once():
     call_command("seed_demo", stdout=out)
     assert RefinementRun.objects.count() == 2
     assert "already present" in out.getvalue()
+
+
+def test_demo_runs_log_their_calls_against_the_memory():
+    from memory.models import LLMCall
+
+    call_command("seed_demo", stdout=io.StringIO())
+    calls = LLMCall.objects.filter(purpose__startswith="refinement")
+    assert calls.exists()
+    assert not calls.filter(persona__isnull=True).exists()
