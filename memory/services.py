@@ -304,6 +304,31 @@ def lesson_promote(*, lesson, actor, reason="", batch=None):
 
 
 @transaction.atomic
+def lesson_supersede(*, lesson, superseded_by, actor, reason="", batch=None):
+    """An active lesson is replaced by another lesson of the same memory (a merge or a rewrite).
+
+    It leaves compiled memory, points at its successor and stays in history; revert makes it active again.
+    """
+    if superseded_by is None or superseded_by.pk is None:
+        raise ValidationError("a lesson can only be superseded by a saved lesson")
+    if superseded_by.pk == lesson.pk:
+        raise ValidationError(f"lesson {lesson.pk} cannot supersede itself")
+    if superseded_by.memory_id != lesson.memory_id:
+        raise ValidationError("a lesson can only be superseded by a lesson of the same memory")
+
+    def apply(obj):
+        if obj.status != LessonStatus.ACTIVE:
+            raise ValidationError(f"lesson {obj.pk} is {obj.status}; only an active lesson can be superseded")
+        obj.status = LessonStatus.SUPERSEDED
+        obj.superseded_by = superseded_by
+        obj.save()
+
+    lesson, _ = _mutate(lesson, actor=actor, reason=reason, action=Change.Action.SUPERSEDE, batch=batch,
+                        change_fn=apply)
+    return lesson
+
+
+@transaction.atomic
 def lesson_set_protected(*, lesson, protected, actor, reason="", batch=None):
     def apply(obj):
         obj.protected = protected
