@@ -226,7 +226,7 @@ def next_section(memory):
     return (last or 0) + 1
 
 
-def _mutate(lesson, *, actor, reason, action, batch, change_fn, kind=ChangeBatch.Kind.MANUAL):
+def _mutate(lesson, *, actor, reason, action, batch, change_fn, kind=ChangeBatch.Kind.MANUAL, bump=True):
     """Lock the lesson, apply change_fn, record before/after, bump the memory version."""
     lesson = Lesson.objects.select_for_update().get(pk=lesson.pk)
     before = lesson_snapshot(lesson)
@@ -237,7 +237,8 @@ def _mutate(lesson, *, actor, reason, action, batch, change_fn, kind=ChangeBatch
     if batch is None:
         batch = batch_create(memory=lesson.memory, kind=kind, actor=actor, reason=reason)
     change = _record(batch, lesson, action, before, after)
-    memory_bump_version(lesson.memory)
+    if bump:
+        memory_bump_version(lesson.memory)
     return lesson, change
 
 
@@ -304,10 +305,11 @@ def lesson_promote(*, lesson, actor, reason="", batch=None):
 
 
 @transaction.atomic
-def lesson_supersede(*, lesson, superseded_by, actor, reason="", batch=None):
+def lesson_supersede(*, lesson, superseded_by, actor, reason="", batch=None, bump=True):
     """An active lesson is replaced by another lesson of the same memory (a merge or a rewrite).
 
     It leaves compiled memory, points at its successor and stays in history; revert makes it active again.
+    bump=False is for callers that retire many lessons in one batch and bump the version once at the end.
     """
     if superseded_by is None or superseded_by.pk is None:
         raise ValidationError("a lesson can only be superseded by a saved lesson")
@@ -324,7 +326,7 @@ def lesson_supersede(*, lesson, superseded_by, actor, reason="", batch=None):
         obj.save()
 
     lesson, _ = _mutate(lesson, actor=actor, reason=reason, action=Change.Action.SUPERSEDE, batch=batch,
-                        change_fn=apply)
+                        change_fn=apply, bump=bump)
     return lesson
 
 

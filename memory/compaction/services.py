@@ -275,7 +275,8 @@ def _apply_locked(proposal, memory, actor):
             replaced_by.setdefault(source.pk, new)
     # Lessons leave working memory through the history services (never a hard delete), in the one batch.
     for lesson_id, new in replaced_by.items():
-        services.lesson_supersede(lesson=lessons[lesson_id], superseded_by=new, actor=actor, batch=batch)
+        services.lesson_supersede(lesson=lessons[lesson_id], superseded_by=new, actor=actor, batch=batch,
+                                  bump=False)
     for drop in proposal.drops.all():
         services.lesson_delete(lesson=lessons[drop.lesson_id], actor=actor, batch=batch, reason=drop.reason)
 

@@ -394,7 +394,7 @@ def apply_session(session):
                                              derived_from=originals, bump=False)
                 for original in originals:
                     current[original.pk] = services.lesson_supersede(lesson=original, superseded_by=new,
-                                                                     actor=actor, batch=batch)
+                                                                     actor=actor, batch=batch, bump=False)
                 _name_new_lesson(run, op, new)
             elif op.action == "update":
                 current[a["id"]] = services.lesson_update(lesson=current[a["id"]], text=a["text"], actor=actor,

@@ -158,3 +158,12 @@ def test_supersede_refuses_bad_input_and_changes_nothing(memory, case):
     with pytest.raises(ValidationError):
         services.lesson_supersede(lesson=old, superseded_by=new, actor=SYSTEM)
     assert state(memory) == before
+
+
+def test_supersede_without_bump_leaves_the_version_to_the_caller(memory):
+    old, new = make_lesson(memory, "Old note on api/views.py"), make_lesson(memory, "New note on api/views.py")
+    memory.refresh_from_db()
+    version = memory.version
+    services.lesson_supersede(lesson=old, superseded_by=new, actor=SYSTEM, bump=False)
+    memory.refresh_from_db()
+    assert memory.version == version and Change.objects.filter(lesson=old, action="supersede").exists()
