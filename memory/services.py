@@ -274,12 +274,15 @@ def _set_status(status, *, allowed_from):
 
 
 @transaction.atomic
-def lesson_delete(*, lesson, actor, reason="", batch=None):
-    """Soft delete: the lesson leaves compiled memory but stays restorable. Protected lessons refuse."""
+def lesson_delete(*, lesson, actor, reason="", batch=None, bump=True):
+    """Soft delete: the lesson leaves compiled memory but stays restorable. Protected lessons refuse.
+
+    bump=False is for callers that delete many lessons in one batch and bump the version once at the end.
+    """
     if Lesson.objects.filter(pk=lesson.pk, protected=True).exists():
         raise PermissionDenied("this lesson is protected; unprotect it before deleting")
     lesson, _ = _mutate(
-        lesson, actor=actor, reason=reason, action=Change.Action.DELETE, batch=batch,
+        lesson, actor=actor, reason=reason, action=Change.Action.DELETE, batch=batch, bump=bump,
         change_fn=_set_status(LessonStatus.DELETED, allowed_from=(LessonStatus.ACTIVE,)),
     )
     return lesson

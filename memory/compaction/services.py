@@ -278,7 +278,8 @@ def _apply_locked(proposal, memory, actor):
         services.lesson_supersede(lesson=lessons[lesson_id], superseded_by=new, actor=actor, batch=batch,
                                   bump=False)
     for drop in proposal.drops.all():
-        services.lesson_delete(lesson=lessons[drop.lesson_id], actor=actor, batch=batch, reason=drop.reason)
+        services.lesson_delete(lesson=lessons[drop.lesson_id], actor=actor, batch=batch, reason=drop.reason,
+                               bump=False)
 
     memory.last_compacted_at = timezone.now()
     memory.save(update_fields=["last_compacted_at"])
