@@ -226,7 +226,7 @@ def next_section(memory):
     return (last or 0) + 1
 
 
-def _mutate(lesson, *, actor, reason, action, batch, change_fn, kind=ChangeBatch.Kind.MANUAL):
+def _mutate(lesson, *, actor, reason, action, batch, change_fn, kind=ChangeBatch.Kind.MANUAL, bump=True):
     """Lock the lesson, apply change_fn, record before/after, bump the memory version."""
     lesson = Lesson.objects.select_for_update().get(pk=lesson.pk)
     before = lesson_snapshot(lesson)
@@ -237,7 +237,8 @@ def _mutate(lesson, *, actor, reason, action, batch, change_fn, kind=ChangeBatch
     if batch is None:
         batch = batch_create(memory=lesson.memory, kind=kind, actor=actor, reason=reason)
     change = _record(batch, lesson, action, before, after)
-    memory_bump_version(lesson.memory)
+    if bump:
+        memory_bump_version(lesson.memory)
     return lesson, change
 
 
@@ -273,12 +274,15 @@ def _set_status(status, *, allowed_from):
 
 
 @transaction.atomic
-def lesson_delete(*, lesson, actor, reason="", batch=None):
-    """Soft delete: the lesson leaves compiled memory but stays restorable. Protected lessons refuse."""
+def lesson_delete(*, lesson, actor, reason="", batch=None, bump=True):
+    """Soft delete: the lesson leaves compiled memory but stays restorable. Protected lessons refuse.
+
+    bump=False is for callers that delete many lessons in one batch and bump the version once at the end.
+    """
     if Lesson.objects.filter(pk=lesson.pk, protected=True).exists():
         raise PermissionDenied("this lesson is protected; unprotect it before deleting")
     lesson, _ = _mutate(
-        lesson, actor=actor, reason=reason, action=Change.Action.DELETE, batch=batch,
+        lesson, actor=actor, reason=reason, action=Change.Action.DELETE, batch=batch, bump=bump,
         change_fn=_set_status(LessonStatus.DELETED, allowed_from=(LessonStatus.ACTIVE,)),
     )
     return lesson
@@ -300,6 +304,32 @@ def lesson_promote(*, lesson, actor, reason="", batch=None):
         lesson, actor=actor, reason=reason, action=Change.Action.PROMOTE, batch=batch,
         change_fn=_set_status(LessonStatus.PROMOTED, allowed_from=(LessonStatus.ACTIVE,)),
     )
+    return lesson
+
+
+@transaction.atomic
+def lesson_supersede(*, lesson, superseded_by, actor, reason="", batch=None, bump=True):
+    """An active lesson is replaced by another lesson of the same memory (a merge or a rewrite).
+
+    It leaves compiled memory, points at its successor and stays in history; revert makes it active again.
+    bump=False is for callers that retire many lessons in one batch and bump the version once at the end.
+    """
+    if superseded_by is None or superseded_by.pk is None:
+        raise ValidationError("a lesson can only be superseded by a saved lesson")
+    if superseded_by.pk == lesson.pk:
+        raise ValidationError(f"lesson {lesson.pk} cannot supersede itself")
+    if superseded_by.memory_id != lesson.memory_id:
+        raise ValidationError("a lesson can only be superseded by a lesson of the same memory")
+
+    def apply(obj):
+        if obj.status != LessonStatus.ACTIVE:
+            raise ValidationError(f"lesson {obj.pk} is {obj.status}; only an active lesson can be superseded")
+        obj.status = LessonStatus.SUPERSEDED
+        obj.superseded_by = superseded_by
+        obj.save()
+
+    lesson, _ = _mutate(lesson, actor=actor, reason=reason, action=Change.Action.SUPERSEDE, batch=batch,
+                        change_fn=apply, bump=bump)
     return lesson
 
 

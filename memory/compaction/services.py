@@ -273,10 +273,13 @@ def _apply_locked(proposal, memory, actor):
         )
         for source in sources:
             replaced_by.setdefault(source.pk, new)
+    # Lessons leave working memory through the history services (never a hard delete), in the one batch.
     for lesson_id, new in replaced_by.items():
-        _retire(lessons[lesson_id], batch, LessonStatus.SUPERSEDED, superseded_by=new)
+        services.lesson_supersede(lesson=lessons[lesson_id], superseded_by=new, actor=actor, batch=batch,
+                                  bump=False)
     for drop in proposal.drops.all():
-        _retire(lessons[drop.lesson_id], batch, LessonStatus.DELETED)
+        services.lesson_delete(lesson=lessons[drop.lesson_id], actor=actor, batch=batch, reason=drop.reason,
+                               bump=False)
 
     memory.last_compacted_at = timezone.now()
     memory.save(update_fields=["last_compacted_at"])
@@ -287,17 +290,6 @@ def _apply_locked(proposal, memory, actor):
     proposal.apply_batch = batch
     proposal.save()
     return batch
-
-
-def _retire(lesson, batch, status, superseded_by=None):
-    """Take a lesson out of working memory (never a hard delete), recording the change in the batch."""
-    before = services.lesson_snapshot(lesson)
-    lesson.status = status
-    lesson.superseded_by = superseded_by
-    lesson.save(update_fields=["status", "superseded_by", "updated_at"])
-    action = Change.Action.SUPERSEDE if status == LessonStatus.SUPERSEDED else Change.Action.DELETE
-    Change.objects.create(batch=batch, memory_id=lesson.memory_id, lesson=lesson, action=action, before=before,
-                          after=services.lesson_snapshot(lesson))
 
 
 @transaction.atomic

@@ -16,7 +16,7 @@ from django.utils import timezone
 from memory import services
 from memory.demo import data
 from memory.demo.bulk import bulk_working_lessons
-from memory.models import Change, ChangeBatch, Lesson, LessonStatus, Tier
+from memory.models import ChangeBatch, Lesson, Tier
 from personas.models import Persona, Project
 from personas.services import personas_seed_defaults
 
@@ -74,16 +74,6 @@ def _specs_for(persona_name, slug, today):
     return core, working
 
 
-def _supersede(lesson, *, by, batch):
-    def apply(obj):
-        obj.status = LessonStatus.SUPERSEDED
-        obj.superseded_by = by
-        obj.save()
-
-    services._mutate(lesson, actor=ACTOR, reason="replaced by a later lesson", action=Change.Action.SUPERSEDE,
-                     batch=batch, change_fn=apply)
-
-
 @transaction.atomic
 def seed_memory(memory, today):
     """Fill one empty memory. Returns the number of lessons created."""
@@ -124,7 +114,8 @@ def seed_memory(memory, today):
             memory=memory, category="OBSERVATION", text=new_text, refs=new_refs, relevance=old.relevance,
             lesson_date=today - timedelta(days=1), section=section + 2, batch=cleanup, actor=ACTOR, bump=False,
         )
-        _supersede(old, by=replacement, batch=cleanup)
+        services.lesson_supersede(lesson=old, superseded_by=replacement, actor=ACTOR, batch=cleanup,
+                                  reason="replaced by a later lesson")
         n += 1
     # A couple of low-value working notes were deleted by hand; they stay restorable.
     deletable = [l for l in created if l.tier == Tier.WORKING and not l.protected and l.relevance == "low"]

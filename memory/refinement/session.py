@@ -39,7 +39,6 @@ from memory.engines.base import EngineError, Tool, ToolCall, ToolResult
 from memory.models import (
     CORE_CATEGORIES,
     REFINEMENT_OP_CAP,
-    Change,
     ChangeBatch,
     Lesson,
     LessonStatus,
@@ -357,18 +356,6 @@ class MemoryChanged(Exception):
     pass
 
 
-def _supersede(lesson, *, by, actor, batch):
-    def apply(obj):
-        if obj.status != LessonStatus.ACTIVE:
-            raise ValidationError(f"lesson {obj.pk} is {obj.status}; it cannot be superseded")
-        obj.status = LessonStatus.SUPERSEDED
-        obj.superseded_by = by
-        obj.save()
-
-    return services._mutate(lesson, actor=actor, reason="", action=Change.Action.SUPERSEDE, batch=batch,
-                            change_fn=apply)
-
-
 def _name_new_lesson(run, op, lesson):
     """The operation's record showed the new lesson as "new-N"; now that it exists, show its id."""
     record = RefinementOperation.objects.filter(run=run, seq=op.seq).first()
@@ -406,7 +393,8 @@ def apply_session(session):
                                              relevance=a["relevance"], actor=actor, batch=batch,
                                              derived_from=originals, bump=False)
                 for original in originals:
-                    current[original.pk], _ = _supersede(original, by=new, actor=actor, batch=batch)
+                    current[original.pk] = services.lesson_supersede(lesson=original, superseded_by=new,
+                                                                     actor=actor, batch=batch, bump=False)
                 _name_new_lesson(run, op, new)
             elif op.action == "update":
                 current[a["id"]] = services.lesson_update(lesson=current[a["id"]], text=a["text"], actor=actor,

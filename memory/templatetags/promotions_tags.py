@@ -1,9 +1,7 @@
 """`{% load promotions_tags %}`: the pending-promotions badge and review helpers."""
 
-import unicodedata
-
 from django import template
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
 
 from memory.roles import VIEW
 
@@ -27,39 +25,6 @@ def pending_promotions(context):
     if request is not None:
         setattr(request, _CACHE_ATTR, count)
     return count
-
-
-def _is_hidden(ch):
-    # Zero-width, bidi controls and other format characters change what a reader sees without showing.
-    return unicodedata.category(ch) in ("Cf", "Cc", "Co") and ch not in "\n\t"
-
-
-@register.filter
-def reveal_hidden(text):
-    """Lesson text escaped as usual, with every invisible or bidi character shown as a visible marker."""
-    text = text or ""
-    if not any(_is_hidden(ch) for ch in text):
-        return text  # autoescaped by the template as plain text
-    pieces, run = [], []
-    for ch in text:
-        if _is_hidden(ch):
-            if run:
-                pieces.append(("text", "".join(run)))
-                run = []
-            pieces.append(("hidden", f"U+{ord(ch):04X}"))
-        else:
-            run.append(ch)
-    if run:
-        pieces.append(("text", "".join(run)))
-    return format_html_join(
-        "",
-        "{}",
-        (
-            (format_html('<span class="invisible-char" title="hidden character {}">{}</span>', value, value)
-             if kind == "hidden" else value,)
-            for kind, value in pieces
-        ),
-    )
 
 
 @register.simple_tag

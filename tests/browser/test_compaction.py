@@ -1,4 +1,5 @@
-"""An approver reviews a compaction in a real browser: reads the diff, edits a line, applies, then reverts."""
+"""An approver reviews a compaction in a real browser: reads the diff, edits a line, applies, then reverts
+(from the proposal's button, or from the memory's history page the review links to)."""
 
 from datetime import date, timedelta
 
@@ -88,3 +89,37 @@ def test_invalid_edit_shows_the_error_in_place(page, login, make_user):
     page.wait_for_selector("tr.editing .errors")
     assert "is in no proposed line" in page.locator("tr.editing .errors").inner_text()
     assert CompactionProposal.objects.get(pk=proposal.pk).lines.filter(edited=True).count() == 0
+
+
+def test_apply_then_revert_from_the_memory_history(page, login, make_user, screenshot):
+    make_user("lead", role="approver")
+    memory = _memory_with_duplicates()
+    proposal = compaction_propose(memory=memory, actor=services.Actor.job("compaction check"))
+    before = {(l.pk, l.text, l.status) for l in Lesson.objects.filter(memory=memory)}
+
+    login("lead")
+    page.goto(f"/compactions/{proposal.pk}/")
+    page.get_by_role("button", name="Approve and apply").click()
+    page.wait_for_selector("text=Compaction applied")
+    batch_id = CompactionProposal.objects.get(pk=proposal.pk).apply_batch_id
+
+    # The applied batch links to the memory's history, where the same batch can be reverted.
+    page.locator("#history-link").click()
+    page.wait_for_url(f"**/memories/{memory.pk}/history/#batch-{batch_id}")
+    batch = page.locator(f"#batch-{batch_id}")
+    assert "Compaction proposal" in batch.inner_text()
+    screenshot("history")
+    batch.locator(".batch-foot input[name=reason]").fill("Merged too much")
+    batch.locator(".batch-foot").get_by_role("button", name="Revert the whole batch").click()
+    # The history page reloads with the confirmation, the batch marked as reverted.
+    page.locator(".messages .msg-success", has_text="reverted").wait_for()
+    assert "Reverted by batch" in page.locator(f"#batch-{batch_id}").inner_text()
+    screenshot("history-reverted")
+
+    assert CompactionProposal.objects.get(pk=proposal.pk).status == "reverted"
+    restored = {(l.pk, l.text, l.status) for l in Lesson.objects.filter(memory=memory, pk__in=[p for p, _, _ in before])}
+    assert restored == before
+    page.goto(f"/compactions/{proposal.pk}/")
+    assert page.locator("#proposal-status").inner_text() == "Reverted"
+    assert page.get_by_role("button", name="Revert this compaction").count() == 0
+    assert page.locator("#history-link").count() == 1

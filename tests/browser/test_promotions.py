@@ -1,4 +1,5 @@
-"""Review a promotion in a real browser: edit the proposed text, approve, see the core lesson and the badge drop."""
+"""Review a promotion in a real browser: edit the proposed text, approve, see the core lesson on the memory
+page and the badge drop."""
 
 from datetime import date
 
@@ -58,3 +59,14 @@ def test_edit_then_approve_in_the_inbox(page, login, make_user, screenshot):
     page.wait_for_url(f"**/promotions/{candidate.pk}/")
     assert edited in page.locator(f"#core-lesson-{core.pk}").inner_text()
     screenshot("detail")
+
+    # The memory page lists the new lesson under Core Lessons; the nav badge there shows one left.
+    page.goto(f"/memories/{memory.pk}/")
+    core_section = page.locator("section.tier-core")
+    assert core_section.locator("h2").inner_text().startswith("Core Lessons")
+    assert edited in core_section.inner_text()
+    assert "DECISION" in core_section.inner_text()
+    assert edited not in (page.locator("section.tier-working").inner_text()
+                          if page.locator("section.tier-working").count() else "")
+    assert page.locator("header #promotions-badge").inner_text() == "1"
+    screenshot("memory-page")

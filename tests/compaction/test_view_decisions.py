@@ -52,3 +52,23 @@ def test_revert_button_on_an_applied_proposal(client_for, approver, proposal, me
     assert CompactionProposal.objects.get(pk=proposal.pk).status == "reverted"
     after = memory_state(memory)
     assert after["working"] == before["working"] and after["core"] == before["core"]
+
+
+def test_applied_batch_links_to_the_memory_history_and_reverts_from_there(client_for, approver, proposal, memory):
+    client = client_for(approver)
+    before = memory_state(memory)
+    client.post(reverse("compaction-apply", args=[proposal.pk]))
+    proposal.refresh_from_db()
+    link = f'{reverse("memory_history", args=[memory.pk])}#batch-{proposal.apply_batch_id}'
+    assert f'href="{link}"' in client.get(reverse("compaction-detail", args=[proposal.pk])).content.decode()
+    history = client.get(reverse("memory_history", args=[memory.pk])).content.decode()
+    assert f'id="batch-{proposal.apply_batch_id}"' in history
+    assert reverse("batch_revert", args=[proposal.apply_batch_id]) in history
+
+    client.post(reverse("batch_revert", args=[proposal.apply_batch_id]))
+
+    assert CompactionProposal.objects.get(pk=proposal.pk).status == "reverted"
+    after = memory_state(memory)
+    assert after["working"] == before["working"] and after["core"] == before["core"]
+    page = client.get(reverse("compaction-detail", args=[proposal.pk])).content.decode()
+    assert f'href="{link}"' in page and "Revert this compaction" not in page

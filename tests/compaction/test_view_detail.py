@@ -106,3 +106,17 @@ def test_pending_proposal_warns_when_memory_changed_and_stale_offers_regenerate(
     html = client.get(reverse("compaction-detail", args=[proposal.pk])).content.decode()
     assert "memory changed since this proposal — regenerate" in html
     assert "Propose a new compaction for this memory" in html
+
+
+def test_hidden_characters_show_as_markers_with_a_warning(client_for, approver, memory, actor):
+    from tests.hidden import HIDDEN_TEXT, assert_hidden_characters_shown
+
+    a = make_lesson(memory, HIDDEN_TEXT)
+    b = make_lesson(memory, HIDDEN_TEXT + " (again)")
+    c = make_lesson(memory, "Drop me\u200b: src/old.py is gone")
+    answer = f"- [OBSERVATION] {HIDDEN_TEXT} {{ids: {a.pk}, {b.pk}}}\nDROP {{ids: {c.pk}}}: gone\u202e\n"
+    proposal = compaction_propose(memory=memory, actor=actor, engine=ScriptedEngine(answer))
+    assert proposal.status == CompactionProposal.Status.PENDING, proposal.validation_errors
+    html = client_for(approver).get(reverse("compaction-detail", args=[proposal.pk])).content.decode()
+    assert_hidden_characters_shown(html)
+    assert '<span class="diff-ctx"> - [OBSERVATION] Trust the admin<span class="invisible-char"' in html

@@ -89,3 +89,20 @@ def test_invisible_characters_in_a_link_title_do_not_break_the_tag():
     assert 'title="ti\u200btle"' in html  # attribute left intact
     assert html.count('class="invisible-char"') == 2  # in the text and in the inline code
     assert "<code>c<span" in html
+
+
+def test_reveal_and_warning_filters_escape_and_show_hidden_characters():
+    template = Template("{% load lesson_text %}[{{ text|reveal }}]({{ text|invisible_warning }})")
+    html = template.render(Context({"text": "<b>admin</b>\u202e flag\u200b"}))
+    assert "<b>" not in html and "&lt;b&gt;admin&lt;/b&gt;" in html
+    assert '<span class="invisible-char" title="Right-To-Left Override">⟦U+202E⟧</span>' in html
+    assert "⚠ Hidden characters: ⟦U+202E⟧ ⟦U+200B⟧" in html
+    assert "\u202e" not in html and "\u200b" not in html
+    plain = template.render(Context({"text": "<i>plain</i>"}))
+    assert plain == "[&lt;i&gt;plain&lt;/i&gt;]()"
+    # The partials render exactly what the filters do.
+    partial = Template('{% include "memory/partials/reveal.html" with text=text %}'
+                       '{% include "memory/partials/invisible_warning.html" with text=text %}')
+    filters = Template("{% load lesson_text %}{{ text|reveal }}{{ text|invisible_warning }}")
+    context = {"text": "a\u202eb<c>"}
+    assert partial.render(Context(context)) == filters.render(Context(context))

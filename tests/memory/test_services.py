@@ -109,3 +109,61 @@ def test_confirmation_counts_without_duplicating(memory):
     services.lesson_confirm(lesson=lesson, confirmed_on=date(2026, 1, 2))
     assert Lesson.objects.count() == 1
     assert lesson.confirmations.count() == 1
+
+
+def test_supersede_records_history_bumps_version_and_reverts(memory):
+    old = make_lesson(memory, "Retry waits 1s in worker.ts", refs="src/queue/worker.ts#L88")
+    new = make_lesson(memory, "Retry in worker.ts waits a fixed 1s with no backoff", refs="src/queue/worker.ts#L88")
+    memory.refresh_from_db()
+    version = memory.version
+
+    lesson = services.lesson_supersede(lesson=old, superseded_by=new, actor=SYSTEM, reason="merged")
+
+    assert (lesson.status, lesson.superseded_by) == ("superseded", new)
+    memory.refresh_from_db()
+    assert memory.version == version + 1
+    change = Change.objects.get(lesson=old, action="supersede")
+    assert change.before["status"] == "active" and change.after["status"] == "superseded"
+    assert change.batch.reason == "merged"
+    assert not Lesson.objects.active().filter(pk=old.pk).exists()
+
+    services.change_revert(change=change, actor=SYSTEM)
+    old.refresh_from_db()
+    assert old.status == "active"
+
+
+def test_supersede_joins_the_given_batch(memory):
+    a, b, merged = (make_lesson(memory, f"Lesson {i} about api/views.py") for i in range(3))
+    batch = services.batch_create(memory=memory, kind="manual", actor=SYSTEM, label="merge")
+    for lesson in (a, b):
+        services.lesson_supersede(lesson=lesson, superseded_by=merged, actor=SYSTEM, batch=batch)
+    assert batch.changes.count() == 2
+    services.batch_revert(batch=batch, actor=SYSTEM)
+    assert set(Lesson.objects.active().values_list("pk", flat=True)) == {a.pk, b.pk, merged.pk}
+
+
+@pytest.mark.parametrize("case", ["self", "other_memory", "not_active"])
+def test_supersede_refuses_bad_input_and_changes_nothing(memory, case):
+    from tests.factories import MemoryFactory
+
+    old = make_lesson(memory, "Old lesson about api/views.py")
+    new = make_lesson(memory, "New lesson about api/views.py")
+    if case == "self":
+        new = old
+    elif case == "other_memory":
+        new = make_lesson(MemoryFactory(), "Lesson of another memory")
+    else:
+        services.lesson_delete(lesson=old, actor=SYSTEM)
+    before = state(memory)
+    with pytest.raises(ValidationError):
+        services.lesson_supersede(lesson=old, superseded_by=new, actor=SYSTEM)
+    assert state(memory) == before
+
+
+def test_supersede_without_bump_leaves_the_version_to_the_caller(memory):
+    old, new = make_lesson(memory, "Old note on api/views.py"), make_lesson(memory, "New note on api/views.py")
+    memory.refresh_from_db()
+    version = memory.version
+    services.lesson_supersede(lesson=old, superseded_by=new, actor=SYSTEM, bump=False)
+    memory.refresh_from_db()
+    assert memory.version == version and Change.objects.filter(lesson=old, action="supersede").exists()

@@ -33,3 +33,20 @@ def test_decision_from_the_detail_page_returns_there(client_for, approver, candi
     assert 'name="next" value="detail"' in page
     response = client.post(reverse("promotions:reject", args=[candidate.pk]), {"reason": "dup", "next": "detail"})
     assert response["Location"] == reverse("promotions:detail", args=[candidate.pk])
+
+
+def test_hidden_characters_show_as_markers_with_a_warning(client_for, approver, memory):
+    from datetime import date
+
+    from memory.promotions.services import promotion_detect
+    from tests.factories import make_lesson
+    from tests.hidden import HIDDEN_TEXT, assert_hidden_characters_shown
+
+    for day in (1, 2, 3):
+        make_lesson(memory, HIDDEN_TEXT, day=date(2026, 6, day))
+    (candidate,) = promotion_detect(memory=memory).created
+    url = reverse("promotions:detail", args=[candidate.pk])
+    assert_hidden_characters_shown(client_for(approver).get(url).content.decode())
+    # Once approved, the core lesson it became is shown the same way.
+    promotion_approve(candidate=candidate, actor=services.Actor.for_user(approver))
+    assert_hidden_characters_shown(client_for(approver).get(url).content.decode())

@@ -116,3 +116,13 @@ def test_badge_is_hidden_from_users_without_a_role(rf, django_user_model):
     request = rf.get("/")
     request.user = django_user_model.objects.create_user("nobody", password="x")
     assert render_to_string("partials/nav/promotions.html", request=request).strip() == ""
+
+
+def test_hidden_characters_show_as_markers_with_a_warning(client_for, approver, memory):
+    from tests.hidden import HIDDEN_TEXT, assert_hidden_characters_shown
+
+    for day in (1, 2, 3):
+        make_lesson(memory, HIDDEN_TEXT, day=date(2026, 6, day))
+    promotion_detect(memory=memory)
+    html = client_for(approver).get(URL).content.decode()
+    assert_hidden_characters_shown(html)

@@ -81,3 +81,18 @@ def test_query_count_does_not_grow_with_operations(client_for, viewer, memory, d
 
 def test_missing_run_is_404(client_for, viewer):
     assert client_for(viewer).get("/refinement/runs/999999/").status_code == 404
+
+
+def test_hidden_characters_show_as_markers_with_a_warning(client_for, viewer, memory):
+    from tests.hidden import HIDDEN_TEXT, assert_hidden_characters_shown
+
+    lessons = [core(memory, f"Lesson {i} about the billing export job {i} in src/export.py") for i in range(20)]
+    target = core(memory, HIDDEN_TEXT)
+    run = run_with(memory, ScriptedEngine([
+        ("update", {"id": target.pk, "text": HIDDEN_TEXT.replace("admin", "root")}),
+        ("update", {"id": lessons[0].pk, "text": "Lesson 0\u200b: billing export in src/export.py"}),
+        ("complete", {}),
+    ]))
+    assert run.status == RefinementRun.Status.COMPLETED, run.error
+    html = client_for(viewer).get(url(run)).content.decode()
+    assert_hidden_characters_shown(html)
