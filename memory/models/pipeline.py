@@ -1,9 +1,9 @@
-"""Observation pipeline runs (observer → reflector → pruner) and the reflections they propose."""
+"""Observation pipeline runs (observer → reflector → pruner)."""
 
 from django.db import models
 from django.utils import timezone
 
-__all__ = ["PipelineRun", "Reflection"]
+__all__ = ["PipelineRun"]
 
 PHASES = ("observer", "reflector", "pruner")
 
@@ -47,32 +47,3 @@ class PipelineRun(models.Model):
     @property
     def is_running(self):
         return self.status == self.Status.RUNNING
-
-
-class Reflection(models.Model):
-    """A durable statement distilled from observations, waiting for (or past) human approval."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending", "Pending review"
-        PROMOTED = "promoted", "In core"
-        REJECTED = "rejected", "Rejected"
-
-    memory = models.ForeignKey("memory.Memory", on_delete=models.CASCADE, related_name="reflections")
-    text = models.TextField()
-    content_hash = models.CharField(max_length=64, db_index=True)
-    supporting = models.ManyToManyField("memory.Lesson", related_name="reflections", blank=True)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    run = models.ForeignKey(PipelineRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="reflections")
-    candidate_id = models.PositiveBigIntegerField(null=True, blank=True)
-    core_lesson = models.ForeignKey("memory.Lesson", null=True, blank=True, on_delete=models.SET_NULL,
-                                    related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["id"]
-        constraints = [
-            models.UniqueConstraint(fields=["memory", "content_hash"], name="reflection_unique_text"),
-        ]
-
-    def __str__(self):
-        return self.text[:80]
