@@ -23,7 +23,7 @@ from memory.formats.lines import core_line, working_line
 from memory.formats.nightwatch import (
     LineError, MemoryFolder, ParsedLine, Tree, TreeError, _nfc, _read, _unparsed, _visible_dirs, parse_bullet,
 )
-from memory.models import Lesson, LessonStatus, Memory, Tier
+from memory.models import Lesson, LessonStatus, Tier
 from memory.selectors import lesson_rows_with_refs
 
 SOUL, MEMORY, TOOLS, AGENTS = "SOUL.md", "MEMORY.md", "TOOLS.md", "AGENTS.md"
@@ -194,4 +194,4 @@ def export_workspace_tree(*, root, persona=None, project=None, now=None):
     return report
 
 
-__all__ = ["read_workspace_tree", "export_workspace_tree", "render_workspace_files", "Memory"]
+__all__ = ["read_workspace_tree", "export_workspace_tree", "render_workspace_files"]

@@ -9,7 +9,7 @@ import hashlib
 import json
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from django.db import transaction
 from django.db.models import Count, F
@@ -20,7 +20,7 @@ from memory.compaction.draft import KEPT, Draft, DraftDrop, DraftLine, input_les
 from memory.engines.base import EngineError
 from memory.engines.registry import get_engine
 from memory.models import (
-    CORE_CATEGORIES, Category, ChangeBatch, CompactionProposal, Interaction, Lesson, LessonStatus, Memory,
+    Category, ChangeBatch, CompactionProposal, Interaction, Lesson, LessonStatus, Memory,
     PipelineRun, PromotionCandidate, ProposalDrop, ProposalLine, Relevance, Tier, content_hash,
 )
 from memory.pipeline import offline, prompts
@@ -150,7 +150,6 @@ def pipeline_start(*, memory, actor, interaction=None, transcript_text=""):
 @dataclass
 class _Progress:
     run: PipelineRun
-    fields: dict = field(default_factory=dict)
 
     def save(self, **values):
         for key, value in values.items():
@@ -287,14 +286,14 @@ def _observe(ctx):
 def _store_observations(ctx, recorded):
     batch = ctx.batch()
     actor = services.Actor.system("observation pipeline")
-    ids = []
+    # The run reflects and prunes these itself, so it does not wake the promotion detector or the
+    # compaction check (working_lessons_added): they would race the reflector and the pruner.
     for when, content, relevance, source_ids in recorded:
-        lesson = services.lesson_create(
+        services.lesson_create(
             memory=ctx.memory, tier=Tier.WORKING, category=Category.OBSERVATION, text=content, relevance=relevance,
             lesson_date=timezone.localdate(when), observed_at=when, source_entry_ids=source_ids,
             interaction=ctx.run.interaction, actor=actor, batch=batch, bump=False,
         )
-        ids.append(lesson.pk)
     services.memory_bump_version(ctx.memory)
 
 
