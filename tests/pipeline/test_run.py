@@ -140,3 +140,16 @@ def test_reflections_to_core_go_straight_to_core_revertibly(memory, scripted_eng
     services.batch_revert(batch=run.batch, actor=services.Actor.system("test"))
     core.refresh_from_db()
     assert core.status == "deleted"
+
+
+def test_repeating_a_core_lessons_text_adds_to_what_it_derives_from(memory, scripted_engine):
+    core = make_lesson(memory, "Deploys happen on Fridays.", tier="core", category="PATTERN")
+    a = make_lesson(memory, "Deployed on Friday again.")
+    scripted_engine(turns=[[("record_reflections", {"reflections": [
+        {"content": "Deploys happen on Fridays.", "supportingObservationIds": [str(a.pk)]}]})]])
+    run = run_pipeline(memory)
+    run.refresh_from_db()
+    assert (run.reflections_added, run.reflections_merged) == (0, 1)
+    assert list(core.derived_from.values_list("pk", flat=True)) == [a.pk]
+    assert not PromotionCandidate.objects.filter(memory=memory).exists()
+    assert coverage_counts(memory) == {a.pk: 1}
