@@ -203,6 +203,11 @@ def pipeline_run_execute(*, run_id, engine=None):
     except PipelineError as exc:
         progress.save(status=PipelineRun.Status.FAILED, error=str(exc), finished_at=timezone.now())
         return run
+    except Exception as exc:
+        # Never leave a run "running" for ever: the page would poll it and block the next run.
+        progress.save(status=PipelineRun.Status.FAILED, finished_at=timezone.now(),
+                      error=f"The run stopped on an unexpected error ({type(exc).__name__}); see the server log.")
+        raise
     completed = list(run.completed_phases)
     if run.phase and run.phase not in completed:
         completed.append(run.phase)

@@ -153,3 +153,20 @@ def test_repeating_a_core_lessons_text_adds_to_what_it_derives_from(memory, scri
     assert list(core.derived_from.values_list("pk", flat=True)) == [a.pk]
     assert not PromotionCandidate.objects.filter(memory=memory).exists()
     assert coverage_counts(memory) == {a.pk: 1}
+
+
+def test_an_unexpected_error_marks_the_run_failed(memory, scripted_engine, monkeypatch):
+    import pytest
+
+    from memory.pipeline import services as pipeline_services
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(pipeline_services, "_store_observations", boom)
+    scripted_engine(turns=[[("record_observations", {"observations": [
+        {"timestamp": "2026-03-02 09:15", "content": "x happened", "relevance": "low", "sourceEntryIds": ["m1"]}]})]])
+    with pytest.raises(RuntimeError):
+        run_pipeline(memory, make_interaction(memory))
+    run = PipelineRun.objects.get()
+    assert run.status == "failed" and "RuntimeError" in run.error and run.finished_at is not None
