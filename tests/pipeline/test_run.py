@@ -170,3 +170,30 @@ def test_an_unexpected_error_marks_the_run_failed(memory, scripted_engine, monke
         run_pipeline(memory, make_interaction(memory))
     run = PipelineRun.objects.get()
     assert run.status == "failed" and "RuntimeError" in run.error and run.finished_at is not None
+
+
+def test_a_reflection_stays_approvable_after_its_observations_are_pruned(memory, scripted_engine, approver):
+    from memory.promotions.services import promotion_approve, promotion_detect
+
+    memory.working_char_budget = 40
+    memory.save()
+    a = make_lesson(memory, "Deploy on Friday went fine.", relevance="low")
+    b = make_lesson(memory, "Another Friday deploy went fine.", relevance="low")
+    scripted_engine(turns=[
+        [("record_reflections", {"reflections": [
+            {"content": "Friday deploys are routine.", "supportingObservationIds": [str(a.pk), str(b.pk)]}]})],
+        "Done.", "Done.",
+        [("drop_observations", {"ids": [str(a.pk)]})], "Done.", "Done.",
+    ])
+    run = run_pipeline(memory)
+    run.refresh_from_db()
+    actor = services.Actor.for_user(approver)
+    compaction_apply(proposal=CompactionProposal.objects.get(pk=run.proposal_id), actor=actor)
+    promotion_detect(memory=memory)
+    candidate = PromotionCandidate.objects.get(memory=memory, text="Friday deploys are routine.")
+    assert candidate.status == "pending"
+    result = promotion_approve(candidate=candidate, actor=actor)
+    assert set(result.core_lesson.derived_from.values_list("pk", flat=True)) == {a.pk, b.pk}
+    a.refresh_from_db()
+    b.refresh_from_db()
+    assert (a.status, b.status) == ("deleted", "promoted")
