@@ -70,6 +70,8 @@ class ContextOut(Schema):
     text: str
     lessons: list[ContextLesson]
     cut_lesson_ids: list[int]
+    usage: str = ""
+    text_with_ids: str = ""
 
 
 class TranscriptEntry(Schema):
@@ -191,6 +193,7 @@ class RecallOut(LessonOut):
     derived_from: list[LinkedLesson]
     superseded_by: int | None
     source_entry_ids: list
+    source_entries: list[dict] = []
     observed_at: datetime | None
     confirmations: list[date]
     history: list[ChangeOut]

@@ -5,6 +5,7 @@ from django.db import connection
 from django.db.models import Prefetch
 
 from memory.models import Change, Lesson, LessonRef, Memory
+from memory.pipeline.prompts import CONTEXT_USAGE
 from personas.models import Project
 from memory.selectors import compile_memory
 
@@ -13,6 +14,7 @@ CACHE_SECONDS = 24 * 3600
 
 def _refs_prefetch():
     return Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"))
+
 
 
 def memory_lookup(persona_id, project_slug):
@@ -65,8 +67,33 @@ def context_payload(memory):
         ],
         "cut_lesson_ids": compiled.core_cut + compiled.working_cut,
     }
+    payload["usage"] = CONTEXT_USAGE
+    payload["text_with_ids"] = text_with_ids(payload["lessons"])
     cache.set(key, payload, timeout=CACHE_SECONDS)
     return payload
+
+
+def text_with_ids(lessons):
+    """The compiled lessons with their ids, under the usage instructions, for agents that recall."""
+    parts = [CONTEXT_USAGE.replace("\n", " "), ""]
+    for tier, title in (("core", "## Core Lessons"), ("working", "## Working Memory")):
+        rows = [l for l in lessons if l["tier"] == tier]
+        if rows:
+            parts.append(title)
+            for l in rows:
+                tag = f"[{l['category']}] " if l["category"] else ""
+                refs = f" (ref: {', '.join(l['refs'])})" if l["refs"] else ""
+                parts.append(f"- [{l['id']}] {tag}{l['text']}{refs}")
+            parts.append("")
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def source_entries(lesson):
+    """The transcript entries a lesson cites, from the interaction it came from."""
+    if not lesson.source_entry_ids or lesson.interaction is None:
+        return []
+    wanted = set(lesson.source_entry_ids)
+    return [e for e in lesson.interaction.transcript or [] if isinstance(e, dict) and str(e.get("id")) in wanted]
 
 
 def lesson_list(memory, *, path=None, category=None, tier=None, limit=50, offset=0):

@@ -14,9 +14,10 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from memory.api import schemas as s
 from memory.api.auth import AgentTokenAuth, PayloadTooLarge
-from memory.api.selectors import context_payload, lesson_for_recall, lesson_list, memory_lookup
+from memory.api.selectors import context_payload, lesson_for_recall, lesson_list, memory_lookup, source_entries
 from memory.api.services import agent_lessons_append
 from memory.models import Interaction, Memory
+from memory.pipeline.prompts import CONTEXT_USAGE
 from memory.reflection.services import interaction_create
 from memory.selectors import compiled_memory_text
 from memory.services import memory_get_or_create
@@ -190,7 +191,8 @@ def memory_context(request, persona: str, project: str, format: Literal["text", 
 
 
 def _empty_context():
-    return {"version": 0, "text": "", "lessons": [], "cut_lesson_ids": []}
+    return {"version": 0, "text": "", "lessons": [], "cut_lesson_ids": [], "usage": CONTEXT_USAGE,
+            "text_with_ids": ""}
 
 
 @api.get(MEMORY_PATH + "/prompt", response={200: str, **ERRORS}, tags=["memory"],
@@ -313,6 +315,7 @@ def lesson_recall(request, lesson_id: int):
         **_lesson_out(lesson),
         "persona": lesson.memory.persona.name,
         "project": lesson.memory.project.slug,
+        "source_entries": source_entries(lesson),
         "interaction": None if interaction is None else {
             "id": interaction.pk, "trigger_type": interaction.trigger_type, "outcome": interaction.outcome,
             "summary": interaction.summary, "created_at": interaction.created_at,

@@ -149,6 +149,14 @@ def proposal_review(proposal):
     drops = list(proposal.drops.all())
     for drop in drops:
         drop.lesson = inputs_by_id.get(drop.lesson_id)
+    if proposal.trigger == CompactionProposal.Trigger.PRUNING and drops:
+        # A pruning proposal is judged by what else still holds each dropped observation.
+        from memory.pipeline.coverage import coverage_counts, coverage_tag
+
+        counts = coverage_counts(proposal.memory, [d.lesson_id for d in drops])
+        for drop in drops:
+            drop.coverage = coverage_tag(counts.get(drop.lesson_id, 0))
+            drop.coverage_count = counts.get(drop.lesson_id, 0)
     line_views = [
         LineView(line=line, sources=[inputs_by_id[i] for i in line.source_ids if i in inputs_by_id],
                  missing_ids=[i for i in line.source_ids if i not in inputs_by_id])

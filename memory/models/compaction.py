@@ -19,6 +19,7 @@ class CompactionProposal(models.Model):
     class Trigger(models.TextChoices):
         THRESHOLD = "threshold", "Over threshold"
         MANUAL = "manual", "Requested"
+        PRUNING = "pruning", "Pruning (drops only)"
 
     memory = models.ForeignKey("memory.Memory", on_delete=models.CASCADE, related_name="compaction_proposals")
     base_version = models.PositiveBigIntegerField(help_text="The memory version the proposal was computed from.")

@@ -1,1 +1,21 @@
 """Celery tasks of this feature: thin, take ids, call one service."""
+
+import logging
+
+from celery import shared_task
+
+__all__ = ["pipeline_run_task"]
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(name="memory.pipeline.run")
+def pipeline_run_task(run_id):
+    from memory.pipeline.services import pipeline_run_execute
+
+    try:
+        return pipeline_run_execute(run_id=run_id).status
+    except Exception:
+        # The run row already says it failed; the page shows that instead of an error page.
+        log.exception("pipeline run %s failed", run_id)
+        return "failed"

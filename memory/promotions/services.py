@@ -121,10 +121,19 @@ def _load_facts(memory):
     return detection.facts_from_rows(rows, paths, confirmations), current
 
 
+def _from_reflector(candidate):
+    # A reflection holds the meaning of its observations, so pruning them (a reviewed drop) does not
+    # make it stale; editing one still does.
+    return candidate.evidence.get("source") == "reflector"
+
+
 def _is_stale(candidate, current_hashes):
     """A pending candidate whose supporting lessons are no longer active working lessons as proposed."""
     for lesson_id, state in candidate.supporting_state.items():
-        if current_hashes.get(int(lesson_id)) != state.get("hash"):
+        current = current_hashes.get(int(lesson_id))
+        if current is None and _from_reflector(candidate):
+            continue
+        if current != state.get("hash"):
             return True
     return False
 
@@ -256,6 +265,8 @@ def _changed_lessons(candidate, lessons):
         lesson = by_id.get(int(lesson_id))
         if lesson is None:
             problems.append(f"lesson {lesson_id} no longer exists")
+        elif lesson.status == LessonStatus.DELETED and _from_reflector(candidate):
+            continue
         elif lesson.status != LessonStatus.ACTIVE or lesson.tier != Tier.WORKING:
             problems.append(f"lesson {lesson_id} is now {lesson.status} ({lesson.tier})")
         elif lesson.content_hash != state.get("hash"):
@@ -304,6 +315,8 @@ def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, 
         lesson_date=timezone.localdate(), bump=False,
     )
     for lesson in supporting:
+        if lesson.status != LessonStatus.ACTIVE:
+            continue  # a reflection's observation already pruned from working memory
         services.lesson_promote(lesson=lesson, actor=actor, batch=batch, reason=f"Promoted into core lesson {core.pk}")
     now = timezone.now()
     updated = PromotionCandidate.objects.filter(pk=candidate.pk, status=Status.PENDING).update(

@@ -1,3 +1,11 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns = []
+from memory.views import pipeline as views
+
+app_name = "pipeline"
+
+urlpatterns = [
+    path("", views.run_list, name="runs"),
+    path("runs/<int:pk>/", views.run_detail, name="run"),
+    path("memories/<int:memory_pk>/run/", views.run_start, name="run-start"),
+]

@@ -4,6 +4,7 @@ from django.template.response import TemplateResponse
 
 from memory.dashboard_selectors import STATUS_CHOICES, budget_state, lesson_queryset
 from memory.models import ALL_CATEGORIES, LessonStatus, Memory, Relevance, Tier
+from memory.pipeline.coverage import coverage_counts, coverage_tag
 from memory.roles import viewer_required
 
 PAGE_SIZE = 50
@@ -46,6 +47,16 @@ def lesson_rows(memory, lessons, budget):
     return rows
 
 
+def add_coverage(memory, rows):
+    """Coverage (uncited / cited / reinforced) on the rows of active working lessons: two queries."""
+    ids = [r["lesson"].pk for r in rows if r["lesson"].tier == Tier.WORKING and r["active"]]
+    counts = coverage_counts(memory, ids) if ids else {}
+    for row in rows:
+        if row["lesson"].pk in ids:
+            n = counts.get(row["lesson"].pk, 0)
+            row["coverage"] = {"tag": coverage_tag(n), "count": n}
+
+
 def group_by_tier(rows):
     groups = []
     for tier, label in ((Tier.CORE, "Core Lessons"), (Tier.WORKING, "Working Memory")):
@@ -63,12 +74,14 @@ def memory_detail(request, memory_id):
     budget = budget_state(memory)
     query = request.GET.copy()
     query.pop("page", None)
+    rows = lesson_rows(memory, page.object_list, budget)
+    add_coverage(memory, rows)
     context = {
         "memory": memory,
         "filters": filters,
         "filtered": any(v for k, v in filters.items() if k != "status") or filters["status"] != "active",
         "page": page,
-        "groups": group_by_tier(lesson_rows(memory, page.object_list, budget)),
+        "groups": group_by_tier(rows),
         "cut_count": len(budget.cut_ids),
         "core_usage": budget.core,
         "working_usage": budget.working,

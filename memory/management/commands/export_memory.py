@@ -3,6 +3,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.formats.exporter import ExportError, export_tree
+from memory.formats.workspace import export_workspace_tree
+
+LAYOUTS = {"nightwatch": export_tree, "workspace": export_workspace_tree}
 
 
 class Command(BaseCommand):
@@ -16,10 +19,13 @@ class Command(BaseCommand):
         parser.add_argument("root", help="the folder to write one folder per persona into")
         parser.add_argument("--persona", help="only this persona (name, any case)")
         parser.add_argument("--project", help="only this project (slug)")
+        parser.add_argument("--layout", choices=sorted(LAYOUTS), default="nightwatch",
+                            help="workspace: <root>/<persona>/<project>/ with SOUL.md, MEMORY.md, TOOLS.md, AGENTS.md, "
+                                 "memory/YYYY-MM-DD.md and .learnings/")
 
-    def handle(self, *args, root, persona, project, **options):
+    def handle(self, *args, root, persona, project, layout="nightwatch", **options):
         try:
-            report = export_tree(root=root, persona=persona, project=project)
+            report = LAYOUTS[layout](root=root, persona=persona, project=project)
         except (ExportError, OSError) as exc:
             raise CommandError(str(exc)) from None
         for f in report.files:

@@ -4,15 +4,17 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memory.formats.importer import memory_import_tree
 from memory.formats.nightwatch import TreeError, read_tree
+from memory.formats.workspace import read_workspace_tree
 from memory.services import Actor
 
-LAYOUTS = {"nightwatch": read_tree}
+LAYOUTS = {"nightwatch": read_tree, "workspace": read_workspace_tree}
 
 
 class Command(BaseCommand):
     help = (
         "Import memory files (<root>/<persona>/memories/<project>/{core,working,main}.md and "
-        ".archived/ personas). Idempotent; never modifies the files; lines it cannot read are kept "
+        ".archived/ personas), or with --layout workspace <root>/<persona>/<project>/{MEMORY,TOOLS,AGENTS}.md, "
+        "memory/YYYY-MM-DD.md and .learnings/*.md. Idempotent; never modifies the files; lines it cannot read are kept "
         "as unparsed lessons and listed with file:line."
     )
 

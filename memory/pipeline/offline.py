@@ -1,0 +1,128 @@
+"""Deterministic decisions for the offline engine, one policy per phase.
+
+They go through the same tool handlers as a model's calls, so every rule the handlers enforce
+applies to them too.
+"""
+
+import re
+from datetime import datetime
+
+from django.utils import timezone
+
+from memory.engines.base import ToolCall
+
+STOPWORDS = set("""a an the and or but if then else of to in on at by for with from into over under about as is are
+was were be been being it its this that these those there here we you they he she i me my our your their them
+not no yes do does did done have has had will would should could can may might must so than too very just also
+user assistant agent tool asked said says told please thanks thank ok okay let lets use used using get got make
+made need needs one two new now when what which who why how all any some more most""".split())
+
+CRITICAL_RE = re.compile(r"\b(never|always|must not|don't|do not|stop doing|no,)\b", re.I)
+HIGH_RE = re.compile(r"\b(decided|decision|chose|switch|instead|because|root cause|fails?|failed|error|bug|"
+                     r"blocker|constraint|completed|resolved|fixed)\b", re.I)
+LOW_RE = re.compile(r"^(ok|okay|thanks|thank you|sure|done|yes|no|got it|great)\W*$", re.I)
+
+
+def _entry_stamp(entry):
+    raw = entry.get("at") or ""
+    try:
+        return datetime.fromisoformat(raw.strip()).strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return timezone.localtime().strftime("%Y-%m-%d %H:%M")
+
+
+def rule_relevance(text):
+    if CRITICAL_RE.search(text):
+        return "critical" if re.search(r"\b(never|always|must not|do not|don't)\b", text, re.I) else "high"
+    if HIGH_RE.search(text):
+        return "high"
+    if len(text) < 40:
+        return "low"
+    return "medium"
+
+
+def substantive(entry):
+    text = entry["text"].strip()
+    return len(text) >= 12 and not LOW_RE.match(text)
+
+
+def observer_policy(entries):
+    """One observation per substantive entry, in one call; then stop."""
+    def policy(history):
+        if history:
+            return []
+        observations = []
+        for entry in entries:
+            if not substantive(entry):
+                continue
+            role = entry["role"].capitalize()
+            text = " ".join(entry["text"].split())
+            observations.append({"timestamp": _entry_stamp(entry), "content": f"{role}: {text}",
+                                 "relevance": rule_relevance(text), "sourceEntryIds": [entry["id"]]})
+        if not observations:
+            return []
+        return [ToolCall("offline-observer-1", "record_observations", {"observations": observations})]
+    return policy
+
+
+def significant_words(text):
+    return {w for w in re.findall(r"[a-z][a-z0-9_./-]{3,}", text.lower()) if w not in STOPWORDS}
+
+
+def reflection_groups(lessons, min_shared=2):
+    """Groups of lessons sharing at least `min_shared` significant words with the group's first lesson."""
+    words = {l.pk: significant_words(l.text) for l in lessons}
+    used, groups = set(), []
+    for lesson in lessons:
+        if lesson.pk in used:
+            continue
+        group = [lesson]
+        for other in lessons:
+            if other.pk != lesson.pk and other.pk not in used and len(words[lesson.pk] & words[other.pk]) >= min_shared:
+                group.append(other)
+        if len(group) >= 2:
+            used.update(l.pk for l in group)
+            shared = sorted(set.intersection(*(words[l.pk] for l in group)))
+            groups.append((group, shared))
+    return groups
+
+
+def reflection_text(group, shared):
+    best = max(group, key=lambda l: (["low", "medium", "high", "critical"].index(l.relevance), l.pk))
+    text = re.sub(r"^(User|Assistant|Tool|System):\s*", "", best.text)
+    topic = ", ".join(shared[:3])
+    return f"Recurring theme ({topic}), seen {len(group)} times: {text}"[:600]
+
+
+def reflector_policy(lessons, pass_no, existing):
+    """Pass 1: one reflection per group of related observations. Pass 2: nothing more offline."""
+    def policy(history):
+        if history or pass_no != 1:
+            return []
+        reflections = [{"content": reflection_text(g, s), "supportingObservationIds": [str(l.pk) for l in g]}
+                       for g, s in reflection_groups(lessons)]
+        if not reflections:
+            return []
+        return [ToolCall("offline-reflector-1", "record_reflections", {"reflections": reflections})]
+    return policy
+
+
+def pruner_policy(lessons, coverage, tokens_to_cut, cost):
+    """Oldest covered low, then medium observations until the cut is reached; never critical or protected."""
+    def policy(history):
+        if history:
+            return []
+        order = {"low": 0, "medium": 1}
+        candidates = [l for l in lessons if l.relevance in order and not l.protected and coverage.get(l.pk, 0) > 0]
+        candidates.sort(key=lambda l: (order[l.relevance], l.observed_at or timezone.make_aware(
+            datetime.combine(l.lesson_date, datetime.min.time())), l.pk))
+        ids, cut = [], 0
+        for lesson in candidates:
+            if cut >= tokens_to_cut:
+                break
+            ids.append(str(lesson.pk))
+            cut += cost(lesson)
+        if not ids:
+            return []
+        return [ToolCall("offline-pruner-1", "drop_observations", {"ids": ids})]
+    return policy
