@@ -198,9 +198,12 @@ CELERY_BEAT_SCHEDULE = {
     "promotions-nightly": {"task": "promotions.detect_everywhere", "schedule": crontab(hour=2, minute=30)},
     "refinement-nightly": {"task": "refinement.nightly", "schedule": crontab(hour=3, minute=30)},
     "refinement-sweeper": {"task": "refinement.sweep", "schedule": 60.0},
+    "pipeline-sweeper": {"task": "memory.pipeline.sweep", "schedule": 60.0},
 }
 # A running refinement run with no heartbeat for this long is rolled back and marked failed.
 REFINEMENT_HEARTBEAT_TIMEOUT = env_int("REFINEMENT_HEARTBEAT_TIMEOUT", 600, minimum=1)
+# A running observation-pipeline run with no progress for this long is marked failed.
+PIPELINE_HEARTBEAT_TIMEOUT = env_int("PIPELINE_HEARTBEAT_TIMEOUT", 600, minimum=1)
 
 # Memory rules (the seeds' constants); each memory can override the budgets.
 MEMORY_MAX_LINES = env_int("MEMORY_MAX_LINES", 150, minimum=1)

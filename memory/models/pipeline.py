@@ -37,6 +37,7 @@ class PipelineRun(models.Model):
     created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(default=timezone.now, help_text="Last progress of a running run.")
 
     class Meta:
         ordering = ["-created_at", "-id"]

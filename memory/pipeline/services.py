@@ -10,7 +10,9 @@ import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, F
 from django.utils import timezone
@@ -120,11 +122,29 @@ def parse_pasted_transcript(text):
 # Start
 
 
+def pipeline_sweep(*, memory_id=None):
+    """Mark failed the running runs that stopped making progress (their worker died).
+
+    What such a run already stored stays in its batch, revertible from the memory's history.
+    Returns the number of runs marked failed.
+    """
+    cutoff = timezone.now() - timedelta(seconds=settings.PIPELINE_HEARTBEAT_TIMEOUT)
+    stuck = PipelineRun.objects.filter(status=PipelineRun.Status.RUNNING, heartbeat_at__lt=cutoff)
+    if memory_id is not None:
+        stuck = stuck.filter(memory_id=memory_id)
+    return stuck.update(
+        status=PipelineRun.Status.FAILED, finished_at=timezone.now(),
+        error=f"No progress for {settings.PIPELINE_HEARTBEAT_TIMEOUT} s: the worker running it stopped. "
+              "Anything it stored is in its batch and can be reverted from the memory's history.",
+    )
+
+
 @transaction.atomic
 def pipeline_start(*, memory, actor, interaction=None, transcript_text=""):
     """Create a run (and an interaction from a pasted transcript) and enqueue it after commit."""
     from memory.pipeline.tasks import pipeline_run_task
 
+    pipeline_sweep(memory_id=memory.pk)
     if PipelineRun.objects.filter(memory=memory, status=PipelineRun.Status.RUNNING).exists():
         raise PipelineError("A pipeline run for this memory is already in progress.")
     if interaction is None and transcript_text.strip():
@@ -152,6 +172,7 @@ class _Progress:
     run: PipelineRun
 
     def save(self, **values):
+        values["heartbeat_at"] = timezone.now()
         for key, value in values.items():
             setattr(self.run, key, value)
         PipelineRun.objects.filter(pk=self.run.pk).update(**values)
@@ -163,6 +184,7 @@ class _Progress:
                 setattr(self.run, key, getattr(self.run, key) + delta)
                 updates[key] = F(key) + delta
         if updates:
+            updates["heartbeat_at"] = self.run.heartbeat_at = timezone.now()
             PipelineRun.objects.filter(pk=self.run.pk).update(**updates)
 
     def enter(self, phase, pass_no=1, max_passes=1):

@@ -4,7 +4,7 @@ import logging
 
 from celery import shared_task
 
-__all__ = ["pipeline_run_task"]
+__all__ = ["pipeline_run_task", "pipeline_sweep_task"]
 
 log = logging.getLogger(__name__)
 
@@ -19,3 +19,10 @@ def pipeline_run_task(run_id):
         # The run row already says it failed; the page shows that instead of an error page.
         log.exception("pipeline run %s failed", run_id)
         return "failed"
+
+
+@shared_task(name="memory.pipeline.sweep")
+def pipeline_sweep_task():
+    from memory.pipeline.services import pipeline_sweep
+
+    return pipeline_sweep()
