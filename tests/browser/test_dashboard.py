@@ -70,6 +70,9 @@ def test_edit_a_lesson_inline(page, login, make_user, screenshot):
     row.get_by_role("link", name="Edit").click()
     textarea = page.locator(f"#lesson-{lesson.pk} textarea[name=text]")
     expect(textarea).to_be_focused()  # keyboard users land in the form
+    # htmx binds the form's Escape trigger when it settles the swap; a person cannot press that
+    # fast, a test on a busy machine can.
+    page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-added, .htmx-settling')")
     textarea.press("Escape")  # and can leave it without a mouse
     expect(page.locator(f"#lesson-{lesson.pk} textarea")).to_have_count(0)
     row.get_by_role("link", name="Edit").focus()
