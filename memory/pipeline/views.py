@@ -9,7 +9,8 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from memory.models import Interaction, Memory, PipelineRun
-from memory.pipeline.services import PipelineError, pipeline_start, relevance_histogram
+from memory.pipeline.selectors import relevance_histogram
+from memory.pipeline.services import PipelineError, pipeline_start
 from memory.roles import APPROVE, approver_required, viewer_required
 from memory.services import Actor
 

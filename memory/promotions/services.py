@@ -30,7 +30,6 @@ from memory.roles import APPROVE
 Status = PromotionCandidate.Status
 # A group whose evidence one of these already covers is not proposed again.
 COVERING_STATUSES = (Status.PENDING, Status.REJECTED, Status.REVERTED, Status.APPROVED)
-_RELEVANCE_ORDER = [Relevance.LOW, Relevance.MEDIUM, Relevance.HIGH, Relevance.CRITICAL]
 
 
 class PromotionError(Exception):
@@ -275,7 +274,7 @@ def _changed_lessons(candidate, lessons):
 
 
 def _highest_relevance(lessons):
-    return max((lesson.relevance for lesson in lessons), key=_RELEVANCE_ORDER.index, default=Relevance.MEDIUM)
+    return Relevance.highest(lesson.relevance for lesson in lessons)
 
 
 @transaction.atomic

@@ -15,8 +15,13 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 from memory.models import REFINEMENT_OP_CAP, Memory, RefinementPromptVersion, RefinementRun
 from memory.refinement import prompts, selectors
 from memory.refinement.scheduling import refinement_start
-from memory.refinement.services import MAX_PROMPT_CHARS, refinement_prompt_restore, refinement_prompt_save
-from memory.refinement.session import RefinementBusy, refinement_run_revert
+from memory.refinement.services import (
+    MAX_PROMPT_CHARS,
+    RefinementBusy,
+    refinement_prompt_restore,
+    refinement_prompt_save,
+    refinement_run_revert,
+)
 from memory.roles import APPROVE, approver_required, viewer_required
 from memory.services import Actor, RevertError
 from personas.models import Persona
