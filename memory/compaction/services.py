@@ -259,7 +259,9 @@ def compaction_apply(*, proposal, actor):
         lessons = {
             l.pk: l for l in Lesson.objects.select_for_update(no_key=True)
             .filter(pk__in=proposal.input_lesson_ids).order_by("id")
-            .prefetch_related(Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id")))
+            # to_attr: plain lists; a related manager per lesson costs more than the query.
+            .prefetch_related(Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"),
+                                       to_attr="ref_list"))
         }
         memory = Memory.objects.select_for_update().get(pk=proposal.memory_id)
         changes = covered_changes(proposal, memory, lessons)
@@ -334,13 +336,19 @@ def _apply_locked(proposal, memory, lessons, actor):
         + [(d.lesson_id, LessonStatus.DELETED, None) for d in drops]
     ):
         lesson = lessons[lesson_id]
-        before = services.lesson_snapshot(lesson)
+        before = services.lesson_snapshot(lesson, lesson.ref_list)
         lesson.status, lesson.superseded_by, lesson.updated_at = status, successor, now
         action = Change.Action.SUPERSEDE if successor else Change.Action.DELETE
         history.append(Change(batch=batch, memory_id=memory.pk, lesson=lesson, action=action, before=before,
-                              after=services.lesson_snapshot(lesson), created_at=now))
+                              after={**before, "status": status}, created_at=now))
         retired.append(lesson)
-    Lesson.objects.bulk_update(retired, ["status", "superseded_by", "updated_at"])
+    # One UPDATE per successor: bulk_update's CASE over every row costs more than the writes themselves.
+    by_successor = {}
+    for lesson in retired:
+        by_successor.setdefault(lesson.superseded_by, []).append(lesson.pk)
+    for successor, ids in by_successor.items():
+        status = LessonStatus.SUPERSEDED if successor else LessonStatus.DELETED
+        Lesson.objects.filter(pk__in=ids).update(status=status, superseded_by=successor, updated_at=now)
     Change.objects.bulk_create(history)
     # A confirmation (the same text seen again) counts for the lesson that now holds that text.
     LessonConfirmation.objects.bulk_create([
