@@ -18,13 +18,8 @@ from memory.engines.sdk import (
 class AnthropicEngine(SDKEngine):
     provider = "anthropic"
     label = "Anthropic"
-    key_setting = "ANTHROPIC_API_KEY"
-    base_url_setting = "ANTHROPIC_BASE_URL"
-    model_setting = "ANTHROPIC_DEFAULT_MODEL"
     default_base_url = "https://api.anthropic.com"
     sdk = anthropic
-    client_name = "Anthropic"
-    error_name = "AnthropicError"
 
     def _start(self, system, prompt):
         return [{"role": "user", "content": prompt}]

@@ -16,13 +16,8 @@ from memory.engines.sdk import (
 class OpenAIEngine(SDKEngine):
     provider = "openai"
     label = "OpenAI"
-    key_setting = "OPENAI_API_KEY"
-    base_url_setting = "OPENAI_BASE_URL"
-    model_setting = "OPENAI_DEFAULT_MODEL"
     default_base_url = "https://api.openai.com/v1"
     sdk = openai
-    client_name = "OpenAI"
-    error_name = "OpenAIError"
 
     def _start(self, system, prompt):
         conversation = [{"role": "system", "content": system}] if system else []

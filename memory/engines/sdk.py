@@ -107,15 +107,19 @@ class SDKEngine:
     model_setting = ""
     default_base_url = ""
     sdk = None  # the provider's SDK module
-    client_name = ""  # its synchronous client class
-    error_name = ""  # its base exception class
     sdk_errors: tuple = ()
 
     def __init_subclass__(cls, **kwargs):
+        # Each SDK names its client after the provider (anthropic.Anthropic, openai.OpenAI) and its base
+        # error after the client; the settings are named after the provider.
         super().__init_subclass__(**kwargs)
         if cls.sdk is not None:
-            cls.client_class = capped_retries(getattr(cls.sdk, cls.client_name))
-            cls.sdk_errors = (getattr(cls.sdk, cls.error_name),)
+            cls.client_class = capped_retries(getattr(cls.sdk, cls.label))
+            cls.sdk_errors = (getattr(cls.sdk, f"{cls.label}Error"),)
+            prefix = cls.provider.upper()
+            cls.key_setting = f"{prefix}_API_KEY"
+            cls.base_url_setting = f"{prefix}_BASE_URL"
+            cls.model_setting = f"{prefix}_DEFAULT_MODEL"
 
     def __init__(self, config, recorder=None):
         self.config = config
