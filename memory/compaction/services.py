@@ -307,7 +307,7 @@ def _apply_locked(proposal, memory, lessons, actor):
             section=section, created_at=now,
         )
         refs = [LessonRef(path=r.path, start_line=r.start_line, end_line=r.end_line, position=i)
-                for i, r in enumerate(services._clean_refs(row.refs))]
+                for i, r in enumerate(services.clean_refs(row.refs))]
         created.append((new, refs, sources))
     # Set-based writes: a 150-lesson apply is a handful of statements, not a few per lesson.
     Lesson.objects.bulk_create([new for new, _, _ in created])

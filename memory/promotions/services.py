@@ -293,7 +293,7 @@ def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, 
     final_category = candidate.category if category is None else category
     final_refs = candidate.refs if refs is None else refs
     edited = (final_text, final_category) != (candidate.text, candidate.category) or (
-        refs is not None and [r.as_text() for r in services._clean_refs(final_refs)] != candidate.refs
+        refs is not None and [r.as_text() for r in services.clean_refs(final_refs)] != candidate.refs
     )
     supporting = list(
         Lesson.objects.select_for_update().filter(pk__in=[int(i) for i in candidate.supporting_state]).order_by("id")
