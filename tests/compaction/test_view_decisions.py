@@ -84,3 +84,20 @@ def test_applied_batch_links_to_the_memory_history_and_reverts_from_there(client
     assert after["working"] == before["working"] and after["core"] == before["core"]
     page = client.get(reverse("compaction-detail", args=[proposal.pk])).content.decode()
     assert f'href="{link}"' in page and "Revert this compaction" not in page
+
+
+def test_apply_says_when_the_kept_lessons_leave_working_memory_over_budget(client_for, approver, proposal, memory):
+    for i in range(3):
+        make_lesson(memory, f"Appended while the proposal waited: upload retry note {i} in src/upload/r_{i}.py")
+    memory.working_char_budget = 300
+    memory.save()
+    response = client_for(approver).post(reverse("compaction-apply", args=[proposal.pk]), follow=True)
+    html = response.content.decode()
+    assert "Compaction applied" in html
+    assert "Working memory is still over budget after this compaction: working.md is " in html
+    assert "characters for a budget of 300" in html and "It includes 3 lessons appended since the proposal" in html
+
+
+def test_apply_within_budget_says_nothing_about_the_budget(client_for, approver, proposal):
+    html = client_for(approver).post(reverse("compaction-apply", args=[proposal.pk]), follow=True).content.decode()
+    assert "Compaction applied" in html and "still over budget" not in html
