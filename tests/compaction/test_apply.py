@@ -17,7 +17,6 @@ from memory.compaction.services import (
 )
 from memory.models import ChangeBatch, CompactionProposal, Lesson, LessonStatus, Memory
 from tests.compaction.helpers import ScriptedEngine, memory_state, working_set
-from tests.factories import make_lesson
 
 pytestmark = pytest.mark.django_db
 
