@@ -79,7 +79,7 @@ def over_budget_after_apply(proposal):
         parts.append(f"{budget.lessons} working lessons for a limit of {budget.max_lines}")
     text = "Working memory is still over budget after this compaction: " + " and ".join(parts) + "."
     if appended:
-        text += f" It includes {_lessons(appended)} appended since the proposal, kept as they were written."
+        text += f" It includes {_lessons(appended)} appended since the proposal, kept as written."
     return text + " Propose a new compaction when you are ready."
 
 

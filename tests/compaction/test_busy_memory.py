@@ -145,8 +145,8 @@ def test_after_apply_the_budget_message_gives_the_figures(memory, lessons, propo
     assert chars > 400
     assert over_budget_after_apply(proposal) == (
         f"Working memory is still over budget after this compaction: working.md is {chars} characters for a "
-        f"budget of 400 ({chars - 400} over). It includes 4 lessons appended since the proposal, kept as they "
-        "were written. Propose a new compaction when you are ready."
+        f"budget of 400 ({chars - 400} over). It includes 4 lessons appended since the proposal, kept as "
+        "written. Propose a new compaction when you are ready."
     )
 
 
