@@ -4,13 +4,13 @@ import threading
 from datetime import date, timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 
 from memory import services
 from memory.api.services import agent_lessons_append
 from memory.compaction.services import compaction_apply, compaction_propose
 from memory.models import AgentToken, CompactionProposal, Lesson
-from tests.conftest import requires_services
+from tests.conftest import race_needs_postgres
 from tests.factories import make_lesson
 
 APPENDERS = 6
@@ -20,12 +20,7 @@ APPENDS_EACH = 10
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_appends_racing_an_apply_all_survive_and_the_reviewed_set_is_what_gets_compacted(memory, approver):
-    if connection.vendor != "postgresql":
-        # SQLite serialises every writer, so the threads would not race at all: the test would prove
-        # nothing. It runs wherever DATABASE_URL points at PostgreSQL (CI sets NW_REQUIRE_SERVICES=1).
-        if requires_services():
-            pytest.fail("NW_REQUIRE_SERVICES=1 but the database is not PostgreSQL")
-        pytest.skip("needs PostgreSQL row locks; set DATABASE_URL=postgres://…")
+    race_needs_postgres()
 
     for i in range(40):
         make_lesson(memory, f"Retry finding {i % 20} in src/queue/worker_{i % 20}.py",
