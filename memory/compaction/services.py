@@ -273,7 +273,7 @@ def compaction_apply(*, proposal, actor):
         else:
             batch = _apply_locked(proposal, memory, lessons, actor)
     if changes:
-        raise StaleProposal(f"Not applied: {proposal.reason} Recompute the proposal from the memory as it is now.")
+        raise StaleProposal(f"{proposal.reason} Recompute the proposal from the memory as it is now.")
     return batch
 
 

@@ -48,6 +48,8 @@ def test_appends_and_core_writes_do_not_make_a_proposal_stale(memory, lessons, p
     services.lesson_create(memory=memory, tier="core", category="DECISION", text="Core: all writes go through services",
                            actor=actor)
     services.lesson_update(lesson=lessons["core"], text="Services own all writes, and history", actor=actor)
+    (again,) = _append(memory, token, appended[0].text)  # a confirmation of a lesson outside the proposal
+    assert again.pk == appended[0].pk and again.confirmations.count() == 1
     before = [_row(l) for l in appended]
 
     batch = compaction_apply(proposal=proposal, actor=actor)
