@@ -30,6 +30,15 @@ def _check_refs(values):
     return cleaned
 
 
+def field_errors(errors):
+    """{"lessons.0.text": ["..."]} from pydantic's error list, without the request-part prefixes."""
+    fields = {}
+    for err in errors:
+        loc = [str(part) for part in err.get("loc", ()) if part not in ("body", "query", "path", "payload", "filters")]
+        fields.setdefault(".".join(loc) or "body", []).append(err.get("msg", "invalid"))
+    return fields
+
+
 class ErrorOut(Schema):
     detail: str
     fields: dict[str, list[str]] = Field(default_factory=dict)
