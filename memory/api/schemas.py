@@ -16,6 +16,7 @@ AGENT_RELEVANCE = Literal["low", "medium", "high"]
 MAX_SUMMARY_CHARS = 20_000
 MAX_FILES = 200
 MAX_TRANSCRIPT_ENTRIES = 500
+MAX_WORDS_CHARS = 200
 
 
 def _check_refs(values):

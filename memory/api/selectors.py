@@ -163,7 +163,7 @@ def source_entries(lesson):
     return [e for e in lesson.interaction.transcript or [] if isinstance(e, dict) and str(e.get("id")) in wanted]
 
 
-def lesson_list(memory, *, path=None, category=None, tier=None, limit=50, offset=0):
+def lesson_list(memory, *, path=None, category=None, tier=None, words=None, limit=50, offset=0):
     """(count, lessons) of the active lessons matching the filters; a memory not saved yet has none."""
     if path is not None and (not path.strip() or ".." in path.split("/")):
         raise ValidationError({"path": ["path must be a file or folder inside the project"]})
@@ -176,13 +176,16 @@ def lesson_list(memory, *, path=None, category=None, tier=None, limit=50, offset
         qs = qs.filter(category=category)
     if tier:
         qs = qs.filter(tier=tier)
+    for word in (words or "").split():
+        qs = qs.filter(text__icontains=word)
     count = qs.count()
     items = list(qs.order_by("id").prefetch_related(_refs_prefetch())[offset: offset + limit])
     return count, items
 
 
-def lesson_page(memory, *, path=None, category=None, tier=None, limit=50, offset=0):
-    count, items = lesson_list(memory, path=path, category=category, tier=tier, limit=limit, offset=offset)
+def lesson_page(memory, *, path=None, category=None, tier=None, words=None, limit=50, offset=0):
+    count, items = lesson_list(memory, path=path, category=category, tier=tier, words=words, limit=limit,
+                               offset=offset)
     next_offset = offset + limit
     return {
         "count": count,

@@ -171,16 +171,17 @@ class LessonFilters(Schema):
     path: str | None = None
     category: s.CATEGORY | None = None
     tier: s.TIER | None = None
+    words: str | None = Field(None, max_length=s.MAX_WORDS_CHARS, description="Words that must all appear in the text")
     limit: int = Field(50, ge=1, le=200)
     offset: int = Field(0, ge=0)
 
 
 @api.get(MEMORY_PATH + "/lessons", response={200: s.LessonPage, **ERRORS}, tags=["lessons"],
-         summary="Active lessons, by path (a folder ends with /), category and tier")
+         summary="Active lessons, by path (a folder ends with /), category, tier and words")
 def lessons_list(request, persona: str, project: str, filters: Query[LessonFilters]):
     _, _, memory = read_scope(request.auth, persona, project)
     return lesson_page(memory, path=filters.path, category=filters.category, tier=filters.tier,
-                       limit=filters.limit, offset=filters.offset)
+                       words=filters.words, limit=filters.limit, offset=filters.offset)
 
 
 @api.get("/lessons/{lesson_id}", response={200: s.RecallOut, **ERRORS}, tags=["lessons"],
