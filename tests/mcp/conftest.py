@@ -11,6 +11,7 @@ Tests write the client side as `async def steps(client): ...` and run it with `t
 everything that touches the ORM happens outside it, in the test itself.
 """
 
+import concurrent.futures
 import contextlib
 import os
 import random
@@ -80,7 +81,7 @@ class HttpTransport:
         await anyio.to_thread.run_sync(lambda: _revoke(token))
 
     def run(self, raw, steps):
-        return anyio.run(_bounded, self.client, raw, steps)
+        return _run_client(self.client, raw, steps)
 
 
 SESSION_SECONDS = 120
@@ -90,6 +91,12 @@ async def _bounded(open_client, raw, steps):
     with anyio.fail_after(SESSION_SECONDS):
         async with open_client(raw) as client:
             return await steps(client)
+
+
+def _run_client(open_client, raw, steps):
+    """Run a client session on its own event loop, in a thread: the test's thread may have one (Playwright)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(anyio.run, _bounded, open_client, raw, steps).result()
 
 
 def _revoke(token):
@@ -161,7 +168,7 @@ class StdioTransport:
     def run(self, raw, steps):
         self.push()
         try:
-            return anyio.run(_bounded, self.client, raw, steps)
+            return _run_client(self.client, raw, steps)
         finally:
             self.pull()
 
