@@ -12,19 +12,16 @@ the latency an agent waits, not throughput. Bounded by a round count and a time 
 
 import argparse
 import json
-import os
 import random
-import secrets
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 from memory.bench import benchmark
-from memory.bench.api import PERSONA, PROJECT, ROOT, _wait_until_serving
+from memory.bench.api import PERSONA, PROJECT, ROOT, _wait_until_serving, seeded_environment
 
 TARGETS = ("context", "context_json", "mcp_get_memory")
 LABELS = {
@@ -36,7 +33,8 @@ LABELS = {
 GOAL_RATIO = 3.0
 
 
-def _port():
+def free_port():
+    """A port nobody listens on, in the range kept for local servers."""
     for _ in range(50):
         port = random.randint(20000, 29999)
         with socket.socket() as s:
@@ -110,18 +108,8 @@ async def _load(port, token, rounds, seconds):
 
 def measure(*, lessons=10_000, rounds=300, seconds=30.0):
     with tempfile.TemporaryDirectory(prefix="nw-bench-mcp-") as tmp:
-        env = {
-            **{k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CACHE_URL", "CELERY_BROKER_URL")},
-            "DJANGO_SETTINGS_MODULE": "nightwatch.settings",
-            "SQLITE_PATH": str(Path(tmp) / "bench.sqlite3"),
-            "DEBUG": "0",
-            "SECRET_KEY": secrets.token_urlsafe(40),
-            "LOG_LEVEL": "warning",
-        }
-        seeded = subprocess.run([sys.executable, "-m", "memory.bench.api", "--seed", str(lessons)], cwd=ROOT,
-                                env=env, capture_output=True, text=True, check=True)
-        info = json.loads(seeded.stdout.strip().splitlines()[-1])
-        port = _port()
+        env, info = seeded_environment(tmp, lessons)
+        port = free_port()
         server = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "nightwatch.asgi:application", "--workers", "2",
              "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],

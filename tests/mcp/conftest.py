@@ -14,8 +14,6 @@ everything that touches the ORM happens outside it, in the test itself.
 import concurrent.futures
 import contextlib
 import os
-import random
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -28,22 +26,10 @@ import anyio.to_thread
 import pytest
 from django.db import connection
 
+from memory.bench.mcp import free_port
 from memory.tokens import agent_token_create, agent_token_revoke
-from tests.factories import PersonaFactory, ProjectFactory
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port():
-    for _ in range(50):
-        port = random.randint(20000, 29999)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port in 20000-29999")
 
 
 def wait_for(predicate, *, timeout, message):
@@ -230,16 +216,6 @@ def make_token():
         return agent_token_create(persona=persona, project=project, name=name)
 
     return make
-
-
-@pytest.fixture
-def other_persona(db):
-    return PersonaFactory(name="Maya", role="Security Reviewer")
-
-
-@pytest.fixture
-def other_project(db):
-    return ProjectFactory(slug="other-app", name="Other app")
 
 
 def text_of(result):
