@@ -147,12 +147,16 @@ def text_with_ids(lessons, usage=CONTEXT_USAGE):
         rows = [l for l in lessons if l["tier"] == tier]
         if rows:
             parts.append(title)
-            for l in rows:
-                tag = f"[{l['category']}] " if l["category"] else ""
-                refs = f" (ref: {', '.join(l['refs'])})" if l["refs"] else ""
-                parts.append(f"- [{l['id']}] {tag}{l['text']}{refs}")
+            parts.extend(lesson_line(l) for l in rows)
             parts.append("")
     return "\n".join(parts).rstrip() + "\n"
+
+
+def lesson_line(lesson):
+    """`- [id] [CATEGORY] text (ref: a, b)` for a lesson dict whose refs are texts."""
+    tag = f"[{lesson['category']}] " if lesson["category"] else ""
+    refs = f" (ref: {', '.join(lesson['refs'])})" if lesson["refs"] else ""
+    return f"- [{lesson['id']}] {tag}{lesson['text']}{refs}"
 
 
 def source_entries(lesson):

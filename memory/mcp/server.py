@@ -17,7 +17,6 @@ from typing import Annotated, Literal
 from urllib.parse import quote
 
 import anyio.to_thread
-
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import close_old_connections
@@ -31,7 +30,7 @@ from pydantic import ValidationError as PydanticValidationError
 from memory.api import schemas as s
 from memory.api.auth import agent_token_for_bearer
 from memory.api.selectors import (
-    NotFound, OutOfScope, appended_out, context_payload, interaction_out, lesson_page, read_scope,
+    NotFound, OutOfScope, appended_out, context_payload, interaction_out, lesson_line, lesson_page, read_scope,
     readable_projects, recall_payload, text_with_ids, write_scope,
 )
 from memory.api.services import agent_interaction_submit, agent_lessons_write
@@ -125,14 +124,6 @@ def _invalid(fields):
     return f"invalid input, nothing was written — {details}"
 
 
-def _lesson_line(lesson):
-    tag = f"[{lesson['category']}] " if lesson.get("category") else ""
-    refs = lesson.get("refs") or []
-    refs = [r["text"] if isinstance(r, dict) else r for r in refs]
-    ref_text = f" (ref: {', '.join(refs)})" if refs else ""
-    return f"- [{lesson['id']}] {tag}{lesson['text']}{ref_text}"
-
-
 # --- argument types the model sees in the tool schemas -----------------------------------------
 
 PersonaArg = Annotated[
@@ -149,7 +140,7 @@ Refs = Annotated[
     Field(description="Code the lesson is about: paths inside the project, optionally with lines, "
                       "e.g. 'src/auth/middleware.py#L23-L30' or a folder 'src/auth/'. At most 20."),
 ]
-Relevance = Annotated[
+RelevanceArg = Annotated[
     s.AGENT_RELEVANCE | None,
     Field(description="low, medium (default) or high: how much this should matter when memory is trimmed."),
 ]
@@ -253,7 +244,7 @@ def _append(tool, persona, project, **fields):
 
 def _register(server):
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    appends = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+    appends = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                               open_world_hint=False)
 
     @server.tool(
@@ -314,7 +305,7 @@ def _register(server):
         _, slug, memory = read_scope(token, *_target(token, persona, project))
         page = lesson_page(memory, path=path, category=category, tier=tier, words=words, limit=limit,
                            offset=offset)
-        lines = [_lesson_line(item) for item in page["items"]]
+        lines = [lesson_line({**item, "refs": [ref["text"] for ref in item["refs"]]}) for item in page["items"]]
         more = f"; next page: offset={page['next_offset']}" if page["next_offset"] is not None else ""
         header = f"{page['count']} lesson(s) in {slug} match{more}."
         return _result("\n".join([header, *lines]) + "\n", {"project": slug, **page})
@@ -336,7 +327,7 @@ def _register(server):
         category: Annotated[Literal["DECISION", "ARCHITECTURE", "PATTERN"] | None,
                             Field(description="DECISION (default), ARCHITECTURE or PATTERN.")] = None,
         refs: Refs = None,
-        relevance: Relevance = None,
+        relevance: RelevanceArg = None,
         project: ProjectArg = None,
         persona: PersonaArg = None,
     ) -> CallToolResult:
@@ -358,7 +349,7 @@ def _register(server):
         category: Annotated[Literal["OBSERVATION", "PATTERN"] | None,
                             Field(description="OBSERVATION (default) or PATTERN.")] = None,
         refs: Refs = None,
-        relevance: Relevance = None,
+        relevance: RelevanceArg = None,
         project: ProjectArg = None,
         persona: PersonaArg = None,
     ) -> CallToolResult:
@@ -379,7 +370,7 @@ def _register(server):
         text: Text,
         error: Annotated[str, Field(description="The error message that was seen, at most 1000 characters.")],
         refs: Refs = None,
-        relevance: Relevance = None,
+        relevance: RelevanceArg = None,
         project: ProjectArg = None,
         persona: PersonaArg = None,
     ) -> CallToolResult:
@@ -399,8 +390,7 @@ def _register(server):
         return _append("daily_log", persona, project, text=text, refs=refs)
 
     @server.tool(
-        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                                    open_world_hint=False),
+        annotations=appends,
         description=(
             "Submit what happened in a piece of work (a review, a fix, a deliberation) for reflection: the "
             "server distils it into working lessons in the background. Give a summary, the trigger, the "
