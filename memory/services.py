@@ -252,8 +252,9 @@ def lesson_update(*, lesson, actor, reason="", batch=None, text=None, category=N
         validate_lesson_fields(tier=obj.tier, category=new_category, text=new_text, relevance=new_relevance)
         new_refs = None if refs is None else _clean_refs(refs)
         obj.text, obj.category, obj.relevance = new_text, new_category, new_relevance
-        if lesson_date is not None:
-            obj.lesson_date = lesson_date
+        if lesson_date is not None and (lesson_date != obj.lesson_date or obj.undated):
+            # A date set by hand is the lesson's date now: written as a new section of its own.
+            obj.lesson_date, obj.undated, obj.section_heading = lesson_date, False, ""
         obj.unparsed = False
         obj.save()
         if new_refs is not None:

@@ -45,9 +45,20 @@ def persona_create(*, name, role="", soul=None, style=None, skill=None, **fields
 def persona_rename(*, persona, new_name):
     """Change the display name only; memories, lessons and tokens follow the id, not the name."""
     persona = Persona.objects.select_for_update().get(pk=persona.pk)
+    old_name = persona.name
     persona.name = _name_or_field_error(new_name, exclude_pk=persona.pk)
     persona.save(update_fields=["name", "updated_at"])
+    persona_renamed(persona=persona, old_name=old_name)
     return persona
+
+
+def persona_renamed(*, persona, old_name):
+    """What a rename does besides the name: memory files move to the new name, as Night Watch's rename
+    moves the folder."""
+    if old_name == persona.name:
+        return
+    persona.folder_name = ""
+    persona.save(update_fields=["folder_name"])
 
 
 @transaction.atomic
@@ -56,7 +67,8 @@ def persona_archive(*, persona):
     persona = Persona.objects.select_for_update().get(pk=persona.pk)
     if persona.archived_at is None:
         persona.archived_at = timezone.now()
-        persona.save(update_fields=["archived_at", "updated_at"])
+        persona.archived_folder = ""  # exported as <name>-<this archive time>
+        persona.save(update_fields=["archived_at", "archived_folder", "updated_at"])
     return persona
 
 
@@ -65,7 +77,8 @@ def persona_restore(*, persona):
     persona = Persona.objects.select_for_update().get(pk=persona.pk)
     if persona.archived_at is not None:
         persona.archived_at = None
-        persona.save(update_fields=["archived_at", "updated_at"])
+        persona.archived_folder = ""
+        persona.save(update_fields=["archived_at", "archived_folder", "updated_at"])
     return persona
 
 
