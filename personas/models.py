@@ -116,6 +116,22 @@ class Persona(models.Model):
         return self.provider or settings.LLM_DEFAULT_PROVIDER
 
 
+class PersonaAlias(models.Model):
+    """A former name of a persona: agents still addressing it reach the persona it was renamed to."""
+
+    persona = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="aliases")
+    name = models.CharField(max_length=100)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "old name"
+        constraints = [models.UniqueConstraint(Lower("name"), name="persona_alias_unique_ci")]
+
+    def __str__(self):
+        return self.name
+
+
 class Project(models.Model):
     slug = models.SlugField(max_length=100, unique=True, allow_unicode=True, help_text="Used in URLs.")
     name = models.CharField(max_length=200)

@@ -22,7 +22,7 @@ from memory.reflection.services import interaction_create
 from memory.selectors import compiled_memory_text
 from memory.services import memory_get_or_create
 from personas.compiler import compile_system_prompt
-from personas.models import Persona, Project
+from personas.models import Persona, PersonaAlias, Project
 
 api = NinjaAPI(
     title="Night Watch Memory — agent API",
@@ -85,10 +85,16 @@ def on_http_error(request, exc):
 # --- scope ----------------------------------------------------------------------------------
 
 def _persona_in_scope(token, name):
-    """The token's persona id when the name is its own; 404 for an unknown name, 403 for another persona."""
+    """The token's persona id when the name is its own or one of its old names (kept on rename, so agents
+    configured before a rename keep working); 404 for an unknown name, 403 for another persona."""
     if token.persona_name.casefold() == name.casefold():
         return token.persona_id
     if Persona.objects.not_archived().filter(name__iexact=name).exists():
+        raise HttpError(403, f"this token cannot reach the memory of persona {name!r}")
+    alias = PersonaAlias.objects.filter(name__iexact=name).values_list("persona_id", flat=True).first()
+    if alias == token.persona_id:
+        return token.persona_id
+    if alias is not None:
         raise HttpError(403, f"this token cannot reach the memory of persona {name!r}")
     raise HttpError(404, f"no persona named {name!r}")
 
