@@ -15,12 +15,17 @@ from memory.compaction.services import (
     CompactionError,
     compaction_apply,
     compaction_line_update,
+    compaction_needed,
     compaction_reject,
     compaction_revert,
+    over_limits_explanation,
+    working_lessons,
 )
 from memory.compaction.tasks import compaction_propose_task
+from memory.formats.lines import render_working
 from memory.models import ALL_CATEGORIES, CompactionProposal, Memory, ProposalLine
 from memory.roles import APPROVE, approver_required, viewer_required
+from memory.selectors import with_refs
 from memory.services import Actor, RevertError
 
 
@@ -49,7 +54,9 @@ def _review_context(request, pk, **extra):
         proposal = selectors.proposal_for_review(pk)
     except CompactionProposal.DoesNotExist:
         raise Http404("No such compaction proposal") from None
+    applied = proposal.status == CompactionProposal.Status.APPLIED
     return {
+        "still_over": over_limits_explanation(proposal.memory) if applied else "",
         "review": selectors.proposal_review(proposal),
         "proposal": proposal,
         "can_approve": request.user.has_perm(APPROVE),
@@ -100,6 +107,9 @@ def compaction_apply_view(request, pk):
         messages.error(request, f"Not applied: {exc}")
     else:
         messages.success(request, f"Compaction applied as {batch}. It can be reverted from this page.")
+        still_over = over_limits_explanation(proposal.memory)
+        if still_over:
+            messages.warning(request, f"Working memory is still over its limits: {still_over}")
     return _redirect(request, _detail_url(pk))
 
 
@@ -131,6 +141,13 @@ def compaction_revert_view(request, pk):
     return _redirect(request, _detail_url(pk))
 
 
+def _usage(memory):
+    lessons = working_lessons(memory)
+    chars = len(render_working(with_refs(lessons)))
+    return (f"{len(lessons)} of {memory.max_working_lines} lessons, "
+            f"{chars:,} of {memory.working_char_budget:,} characters")
+
+
 @require_POST
 @approver_required
 def compaction_propose_view(request, memory_pk):
@@ -141,6 +158,10 @@ def compaction_propose_view(request, memory_pk):
         return _redirect(request, _detail_url(pending.pk))
     if not memory.lessons.filter(tier="working", status="active").exists():
         messages.error(request, "Working memory is empty; there is nothing to compact.")
+        return _redirect(request, reverse("compaction-list"))
+    if not compaction_needed(memory):
+        messages.info(request, f"Nothing to compact: {memory}'s working memory is within its limits "
+                               f"({_usage(memory)}). No proposal was made.")
         return _redirect(request, reverse("compaction-list"))
     user_id = request.user.pk
     transaction.on_commit(lambda: compaction_propose_task.delay(memory.pk, user_id))
