@@ -161,3 +161,31 @@ def test_a_dotted_folder_and_its_slug_twin_stay_two_projects(tmp_path, run_comma
     assert sorted(Project.objects.values_list("slug", "folder_name")) == [("docs-site", ""), ("docs-site-2", "docs.site")]
     run_command("export_memory", str(tmp_path / "out"))
     assert _missing_or_empty(tree_bytes(tmp_path / "out")) == tree_bytes(src)
+
+
+def test_compiled_memory_within_budget_is_the_exported_files(imported, tmp_path, run_command):
+    from memory.models import Memory
+    from memory.selectors import compile_memory
+
+    run_command("export_memory", str(tmp_path / "out"))
+    for memory in Memory.objects.select_related("persona", "project"):
+        folder = tmp_path / "out" / memory.persona.memory_folder / "memories" / memory.project.memory_folder
+        if memory.persona.archived_at:
+            folder = tmp_path / "out/.archived" / memory.persona.archived_folder / "memories" / memory.project.memory_folder
+        core, working = ((folder / name).read_text() for name in ("core.md", "working.md"))
+        expected = f"## Core Lessons\n{core}\n## Working Memory\n{working}"
+        assert compile_memory(memory).text.rstrip() == expected.rstrip(), memory
+
+
+def test_undated_lessons_bring_no_invented_date_to_promotion_detection(tmp_path, run_command):
+    from memory.models import Memory
+    from memory.promotions.services import promotion_detect
+
+    lesson = "- [PATTERN] Webhook handlers verify the signature before parsing the payload (ref: src/hooks.ts)\n"
+    src = write_tree(tmp_path / "src", {
+        "Dev/memories/api/working.md": lesson + "\n## 2026-01-01 [PATTERN]\n" + lesson + "\n## 2026-01-02 [PATTERN]\n"
+        + lesson + "\n",
+    })
+    run_command("import_memory", str(src))
+    # Two real dates and one undated copy: under the threshold of three distinct dates.
+    assert promotion_detect(memory=Memory.objects.get()).created == []
