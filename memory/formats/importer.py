@@ -216,11 +216,15 @@ def _find_project(folder, report):
         raise TreeError(
             f"project folder {folder_name!r} gives no usable URL slug (it needs a letter or a digit)"
         )
+    name = unicodedata.normalize("NFC", folder_name)[:PROJECT_NAME_MAX]
+    earlier = Project.objects.filter(folder_name="", slug=slug, name=name).exclude(slug=folder_name).first()
+    if earlier is not None:
+        # Imported before folder names were kept (named after the folder, slugified): the same project.
+        earlier.folder_name = folder_name
+        earlier.save(update_fields=["folder_name"])
+        return earlier
     slug = _unused_slug(slug)
-    project = Project.objects.create(
-        slug=slug, name=unicodedata.normalize("NFC", folder_name)[:PROJECT_NAME_MAX],
-        folder_name=_kept_name(folder_name, slug),
-    )
+    project = Project.objects.create(slug=slug, name=name, folder_name=_kept_name(folder_name, slug))
     report.created.append("project")
     if slug != folder_name:
         report.notes.append(f"project folder {folder_name!r} has the URL slug {slug!r}; it is exported under its folder name")

@@ -189,3 +189,12 @@ def test_undated_lessons_bring_no_invented_date_to_promotion_detection(tmp_path,
     run_command("import_memory", str(src))
     # Two real dates and one undated copy: under the threshold of three distinct dates.
     assert promotion_detect(memory=Memory.objects.get()).created == []
+
+
+def test_a_project_imported_before_folder_names_were_kept_is_found_again(tmp_path, run_command):
+    earlier = Project.objects.create(slug="billing-api", name="billing api")  # what an older import made
+    src = write_tree(tmp_path / "src", {"Dev/memories/billing api/working.md": "## 2026-01-01 [TODO]\n- [TODO] x\n\n"})
+    run_command("import_memory", str(src))
+    assert list(Project.objects.values_list("pk", "folder_name")) == [(earlier.pk, "billing api")]
+    run_command("export_memory", str(tmp_path / "out"))
+    assert (tmp_path / "out/Dev/memories/billing api/working.md").read_bytes() == (src / "Dev/memories/billing api/working.md").read_bytes()
