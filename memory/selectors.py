@@ -99,7 +99,7 @@ def _first_page(budget):
 # Only what rendering and budgeting read, as light rows (attribute access like a Lesson, no
 # model instances): compiling runs on every agent turn, exporting reads every lesson.
 LESSON_ROW_FIELDS = ("id", "tier", "category", "text", "relevance", "protected", "lesson_date", "section",
-                     "unparsed", "raw_line")
+                     "unparsed", "raw_line", "undated", "section_heading")
 
 
 def lesson_rows_with_refs(queryset):

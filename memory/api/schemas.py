@@ -122,7 +122,11 @@ class InteractionOut(Schema):
 
 
 class LessonIn(Schema):
-    tool: TOOL = Field(description="save_fact, log_learning, log_error or daily_log (see the API docs for the mapping)")
+    tool: TOOL | None = Field(
+        default=None,
+        description="save_fact, log_learning, log_error or daily_log (see the API docs for the mapping); "
+        "optional when a category is given",
+    )
     text: str = Field(min_length=1, max_length=2000)
     category: CATEGORY | None = None
     refs: list[str] = Field(default_factory=list, max_length=20)

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from memory.models import Change, Interaction, Lesson, LessonRef, Memory
 from memory.pipeline.prompts import CONTEXT_USAGE
 from memory.selectors import compile_memory
-from personas.models import Persona, Project
+from personas.models import Persona, PersonaAlias, Project
 
 CACHE_SECONDS = 24 * 3600
 
@@ -25,10 +25,16 @@ class NotFound(Exception):
 
 
 def persona_in_scope(token, name):
-    """The token's persona id when `name` is its own persona."""
+    """The token's persona id when `name` is its own persona's name or one of its old names (kept on
+    rename, so agents configured before a rename keep working)."""
     if token.persona_name.casefold() == name.casefold():
         return token.persona_id
     if Persona.objects.not_archived().filter(name__iexact=name).exists():
+        raise OutOfScope(f"this token cannot reach the memory of persona {name!r}")
+    alias = PersonaAlias.objects.filter(name__iexact=name).values_list("persona_id", flat=True).first()
+    if alias == token.persona_id:
+        return token.persona_id
+    if alias is not None:
         raise OutOfScope(f"this token cannot reach the memory of persona {name!r}")
     raise NotFound(f"no persona named {name!r}")
 

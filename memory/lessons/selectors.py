@@ -43,7 +43,8 @@ def active_by_memory(memory_ids):
     grouped = defaultdict(lambda: ([], []))
     lessons = (
         Lesson.objects.filter(memory_id__in=memory_ids, status=LessonStatus.ACTIVE)
-        .only("id", "memory_id", "tier", "category", "text", "lesson_date", "section", "unparsed", "raw_line")
+        .only("id", "memory_id", "tier", "category", "text", "lesson_date", "section", "unparsed", "raw_line",
+              "undated", "section_heading")
         .prefetch_related(_REFS)
         .order_by("id")
     )
