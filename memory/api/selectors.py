@@ -13,7 +13,7 @@ CACHE_SECONDS = 24 * 3600
 
 
 def _refs_prefetch():
-    return Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"))
+    return Prefetch("refs", queryset=LessonRef.objects.select_related("anchor").order_by("position", "id"))
 
 
 

@@ -16,7 +16,7 @@ from memory.api import schemas as s
 from memory.api.auth import AgentTokenAuth, PayloadTooLarge
 from memory.api.selectors import context_payload, lesson_for_recall, lesson_list, memory_lookup, source_entries
 from memory.api.services import agent_lessons_append
-from memory.models import Interaction, Memory
+from memory.models import Interaction, Memory, RefStatus
 from memory.pipeline.prompts import CONTEXT_USAGE
 from memory.reflection.services import interaction_create
 from memory.selectors import compiled_memory_text
@@ -137,7 +137,20 @@ def _check_lesson_scope(token, lesson):
         raise HttpError(403, f"this token is limited to project {token.project_slug!r}")
 
 
-def _lesson_out(lesson):
+def _ref_out(ref, project=None):
+    anchor = ref.anchor if ref.anchor_id else None
+    commit = anchor.commit if anchor is not None and anchor.commit else None
+    return {
+        "path": ref.path, "start_line": ref.start_line, "end_line": ref.end_line, "text": ref.as_text(),
+        "status": anchor.status if anchor is not None else RefStatus.UNANCHORED,
+        "verified_commit": commit,
+        "proposed": (anchor.proposed_text or None) if anchor is not None else None,
+        "note": anchor.note if anchor is not None else "",
+        "permalink": project.permalink(ref.path, ref.start_line, ref.end_line, commit=commit) if project else None,
+    }
+
+
+def _lesson_out(lesson, project=None):
     return {
         "id": lesson.pk,
         "tier": lesson.tier,
@@ -148,10 +161,7 @@ def _lesson_out(lesson):
         "status": lesson.status,
         "vague": lesson.vague,
         "lesson_date": lesson.lesson_date,
-        "refs": [
-            {"path": r.path, "start_line": r.start_line, "end_line": r.end_line, "text": r.as_text()}
-            for r in lesson.refs.all()
-        ],
+        "refs": [_ref_out(r, project) for r in lesson.refs.all()],
     }
 
 
@@ -312,7 +322,7 @@ def lesson_recall(request, lesson_id: int):
     _check_lesson_scope(request.auth, lesson)
     interaction = lesson.interaction
     return {
-        **_lesson_out(lesson),
+        **_lesson_out(lesson, lesson.memory.project),
         "persona": lesson.memory.persona.name,
         "project": lesson.memory.project.slug,
         "source_entries": source_entries(lesson),
