@@ -6,9 +6,9 @@ with a message, so every action also works without JS.
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from memory.lessons.views.lessons import _curate
@@ -28,8 +28,9 @@ def _back_to_memory(request, memory_id):
 def refs_check(request, memory_id):
     """Check the refs of the memory's project now (in-process by default, else on a worker)."""
     memory = get_object_or_404(Memory.objects.select_related("project"), pk=memory_id)
-    transaction.on_commit(lambda: check_refs.delay(memory.project_id))
-    check = RefCheck.objects.filter(project_id=memory.project_id).order_by("-started_at", "-id").first()
+    asked_at = timezone.now()
+    check_refs.delay(memory.project_id)  # nothing written here, so nothing to wait for
+    check = RefCheck.objects.filter(project_id=memory.project_id, started_at__gte=asked_at).order_by("-id").first()
     if check is None or check.finished_at is None:
         messages.info(request, "Ref check queued; reload the page in a moment.")
     elif check.error:
