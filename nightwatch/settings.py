@@ -209,6 +209,8 @@ PIPELINE_HEARTBEAT_TIMEOUT = env_int("PIPELINE_HEARTBEAT_TIMEOUT", 600, minimum=
 # Local clones of the projects' repositories, read (never written) to check lessons' code refs:
 # a project's checkout path, when relative, is taken under this folder; without one, <root>/<slug>.
 PROJECT_CHECKOUT_ROOT = env_str("PROJECT_CHECKOUT_ROOT", "")
+# Where `seed_demo` writes the demo project's small git repository.
+DEMO_CHECKOUT_DIR = env_str("DEMO_CHECKOUT_DIR", str(BASE_DIR / "var" / "demo-checkouts"))
 
 # Memory rules (the seeds' constants); each memory can override the budgets.
 MEMORY_MAX_LINES = env_int("MEMORY_MAX_LINES", 150, minimum=1)
