@@ -179,6 +179,14 @@ def _run(repo, head, anchor_rows):
         return _save_outcomes(anchor_rows, outcomes, head)
 
 
+def _anchors_in_use(**scope):
+    """Anchors of the current refs of active lessons in scope, after giving every such ref one."""
+    with transaction.atomic():
+        _link_unlinked(LessonRef.objects.filter(lesson__status=LessonStatus.ACTIVE, **scope))
+    return RefAnchor.objects.filter(lesson__status=LessonStatus.ACTIVE, **scope).filter(
+        Exists(LessonRef.objects.filter(anchor_id=OuterRef("pk"))))
+
+
 def refs_anchor_pending(*, memory):
     """Anchor the memory's refs that no check has seen yet (run after a write commits).
 
@@ -191,13 +199,7 @@ def refs_anchor_pending(*, memory):
     except CheckoutUnavailable as exc:
         log.info("refs of memory %s left unanchored: %s", memory.pk, exc)
         return 0
-    active_refs = LessonRef.objects.filter(lesson__memory=memory, lesson__status=LessonStatus.ACTIVE)
-    with transaction.atomic():
-        _link_unlinked(active_refs)
-    rows = list(
-        RefAnchor.objects.filter(lesson__memory=memory, status=RefStatus.UNANCHORED)
-        .filter(Exists(LessonRef.objects.filter(anchor_id=OuterRef("pk")))).values(*_ANCHOR_FIELDS)
-    )
+    rows = list(_anchors_in_use(lesson__memory=memory).filter(status=RefStatus.UNANCHORED).values(*_ANCHOR_FIELDS))
     if rows:
         try:
             _run(repo, head, rows)
@@ -216,13 +218,7 @@ def refs_check_project(*, project):
     try:
         repo = Repository.for_project(project)
         check.head = repo.head(project.repository_ref)
-        active_refs = LessonRef.objects.filter(lesson__memory__project=project, lesson__status=LessonStatus.ACTIVE)
-        with transaction.atomic():
-            _link_unlinked(active_refs)
-        rows = list(
-            RefAnchor.objects.filter(lesson__memory__project=project, lesson__status=LessonStatus.ACTIVE)
-            .filter(Exists(LessonRef.objects.filter(anchor_id=OuterRef("pk")))).values(*_ANCHOR_FIELDS)
-        )
+        rows = list(_anchors_in_use(lesson__memory__project=project).values(*_ANCHOR_FIELDS))
         check.counts = _run(repo, check.head, rows)
         check.refs_checked = len(rows)
     except CheckoutUnavailable as exc:
