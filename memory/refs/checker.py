@@ -117,8 +117,10 @@ def _beyond_end(anchor, text):
     return f"lines {start}-{end} are past the end of the file ({len(text)} lines)"
 
 
-def _anchor_now(anchor, files, read, head):
+def _anchor_now(anchor, files, read, head, folders):
     """A ref never verified: anchor it at head if its range is in the file."""
+    if anchor.start is None and anchor.path.rstrip("/") in folders:
+        return Outcome(RefStatus.VALID, commit=head)
     if anchor.path not in files:
         return Outcome(RefStatus.GONE, note=f"{anchor.path} is not in the repository")
     if anchor.start is None:
@@ -130,10 +132,12 @@ def _anchor_now(anchor, files, read, head):
     return Outcome(RefStatus.VALID, commit=head, fingerprint=fingerprint_at(text, start, end))
 
 
-def _recheck(anchor, files, read, head, change):
+def _recheck(anchor, files, read, head, change, folders):
     """A ref verified at an earlier commit: is it still there, elsewhere, or not at all?"""
     modified, deleted, renamed = change if change is not None else (None, set(), {})
     path = anchor.path
+    if anchor.start is None and path.rstrip("/") in folders:
+        return Outcome(RefStatus.VALID, commit=head)  # a folder: valid while it holds any file
     if path in renamed:
         target = renamed[path]
     elif path in files:
@@ -171,6 +175,7 @@ def _recheck(anchor, files, read, head, change):
 def check_anchors(repo, head, anchors):
     """{anchor id: Outcome} for every anchor, at commit `head` of `repo`."""
     files = repo.tree(head)
+    folders = {path[:i] for path in files for i, ch in enumerate(path) if ch == "/"}
     changes = {commit: repo.changes(commit, head)
                for commit in {a.commit for a in anchors if a.commit and a.commit != head}}
     changes[head] = (set(), set(), {})
@@ -197,7 +202,7 @@ def check_anchors(repo, head, anchors):
     outcomes = {}
     for a in anchors:
         if a.anchored:
-            outcomes[a.id] = _recheck(a, files, read, head, changes.get(a.commit))
+            outcomes[a.id] = _recheck(a, files, read, head, changes.get(a.commit), folders)
         else:
-            outcomes[a.id] = _anchor_now(a, files, read, head)
+            outcomes[a.id] = _anchor_now(a, files, read, head, folders)
     return outcomes

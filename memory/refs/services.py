@@ -192,20 +192,15 @@ def refs_anchor_pending(*, memory):
 
     Returns how many were looked at; 0 when the checkout cannot be read (the next check retries).
     """
-    project = memory.project
+    rows = list(_anchors_in_use(lesson__memory=memory).filter(status=RefStatus.UNANCHORED).values(*_ANCHOR_FIELDS))
+    if not rows:
+        return 0  # another write of the same transaction got there first
     try:
-        repo = Repository.for_project(project)
-        head = repo.head(project.repository_ref)
+        repo = Repository.for_project(memory.project)
+        _run(repo, repo.head(memory.project.repository_ref), rows)
     except CheckoutUnavailable as exc:
         log.info("refs of memory %s left unanchored: %s", memory.pk, exc)
         return 0
-    rows = list(_anchors_in_use(lesson__memory=memory).filter(status=RefStatus.UNANCHORED).values(*_ANCHOR_FIELDS))
-    if rows:
-        try:
-            _run(repo, head, rows)
-        except CheckoutUnavailable as exc:
-            log.warning("anchoring refs of memory %s failed: %s", memory.pk, exc)
-            return 0
     return len(rows)
 
 

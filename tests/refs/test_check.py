@@ -268,3 +268,14 @@ def test_the_branch_is_read_not_the_working_tree(checked_memory, repo, write):
     refs_check_project(project=checked_memory.project)
 
     assert anchor_of(lesson).status == RefStatus.VALID
+
+
+def test_a_folder_ref_is_valid_while_the_folder_holds_files(checked_memory, repo, write):
+    lesson = write(checked_memory, "src/billing/")
+    assert anchor_of(lesson).status == RefStatus.VALID
+    repo.delete("src/billing/invoice.py")
+    repo.commit("empty the folder")
+
+    refs_check_project(project=checked_memory.project)
+
+    assert anchor_of(lesson).status == RefStatus.GONE
