@@ -79,6 +79,8 @@ class ContextLesson(Schema):
     category: str
     text: str
     refs: list[str]
+    stale_refs: list[str] = Field(default_factory=list, description="Those of `refs` that no longer point at "
+                                  "the code the lesson was written about (marked `stale` in the text).")
 
 
 class ContextOut(Schema):

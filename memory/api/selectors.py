@@ -7,6 +7,7 @@ from django.db.models import Prefetch
 from django.core.exceptions import ValidationError
 
 from memory.models import Change, Interaction, Lesson, LessonRef, Memory, RefStatus
+from memory.refs import STALE_MARK
 from memory.pipeline.prompts import CONTEXT_USAGE
 from memory.selectors import compile_memory
 from personas.models import Persona, Project
@@ -129,6 +130,8 @@ def context_payload(memory):
                 "category": lessons[pk].category,
                 "text": lessons[pk].text,
                 "refs": [ref.as_text() for ref in lessons[pk].refs.all()],
+                "stale_refs": [ref.as_text() for ref in lessons[pk].refs.all() if ref.anchor_id
+                               and ref.anchor.needs_review],
             }
             for pk in kept
         ],
@@ -153,9 +156,12 @@ def text_with_ids(lessons, usage=CONTEXT_USAGE):
 
 
 def lesson_line(lesson):
-    """`- [id] [CATEGORY] text (ref: a, b)` for a lesson dict whose refs are texts."""
+    """`- [id] [CATEGORY] text (ref: a, b)` for a lesson dict whose refs are texts; the refs listed in
+    its `stale_refs` are marked as compiled memory marks them."""
     tag = f"[{lesson['category']}] " if lesson["category"] else ""
-    refs = f" (ref: {', '.join(lesson['refs'])})" if lesson["refs"] else ""
+    stale = set(lesson.get("stale_refs", ()))
+    marked = [ref + (f", {STALE_MARK}" if ref in stale else "") for ref in lesson["refs"]]
+    refs = f" (ref: {', '.join(marked)})" if marked else ""
     return f"- [{lesson['id']}] {tag}{lesson['text']}{refs}"
 
 

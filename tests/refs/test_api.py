@@ -40,6 +40,11 @@ def test_lessons_and_recall_carry_ref_status_and_a_permalink_at_the_verified_com
     context = agent.get(memory_url(checked_memory.persona, checked_memory.project, "context")).content.decode()
     assert "Invoices round in invoice.py (ref: src/billing/invoice.py#L4, stale)" in context
     assert "(ref: src/auth/middleware.py#L10-L12, stale)" in context
+    data = agent.get(memory_url(checked_memory.persona, checked_memory.project, "context"), {"format": "json"}).json()
+    by_id = {lesson["id"]: lesson for lesson in data["lessons"]}
+    assert by_id[stale.pk]["refs"] == by_id[stale.pk]["stale_refs"] == ["src/billing/invoice.py#L4"]
+    assert f"[{stale.pk}] [OBSERVATION] Invoices round in invoice.py (ref: src/billing/invoice.py#L4, stale)" in \
+        data["text_with_ids"]
     assert LessonRef.objects.get(lesson=moved).as_text() == "src/auth/middleware.py#L10-L12"  # left to a person
 
 
