@@ -26,6 +26,7 @@ from memory.models import (
     content_hash,
 )
 from memory.refs import Ref, parse_ref_list
+from memory.refs.services import refs_link_anchors
 
 MAX_LESSON_CHARS = 2000
 
@@ -89,12 +90,14 @@ def _apply_snapshot(lesson, snap):
     _replace_refs(lesson, parse_ref_list("\n".join(snap["refs"])))
 
 
-def _replace_refs(lesson, refs):
-    lesson.refs.all().delete()
-    LessonRef.objects.bulk_create(
-        LessonRef(lesson=lesson, path=r.path, start_line=r.start_line, end_line=r.end_line, position=i)
-        for i, r in enumerate(refs)
-    )
+def _replace_refs(lesson, refs, *, new=False):
+    if not new:
+        lesson.refs.all().delete()
+    rows = [LessonRef(lesson=lesson, path=r.path, start_line=r.start_line, end_line=r.end_line, position=i)
+            for i, r in enumerate(refs)]
+    if rows:
+        refs_link_anchors(lesson, rows, new=new)
+    LessonRef.objects.bulk_create(rows)
 
 
 # --- validation ------------------------------------------------------------------------------
@@ -216,7 +219,7 @@ def lesson_create(
         vague=vague,
         content_hash=content_hash(text),
     )
-    _replace_refs(lesson, refs)
+    _replace_refs(lesson, refs, new=True)
     if derived_from:
         lesson.derived_from.set(derived_from)
     _record(batch, lesson, Change.Action.CREATE, None, lesson_snapshot(lesson, refs))

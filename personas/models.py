@@ -155,14 +155,15 @@ class Project(models.Model):
     def memory_folder(self):
         return self.folder_name or self.slug
 
-    def permalink(self, path, start_line=None, end_line=None):
-        """A browsable URL for a code reference, or None when the project has no repository."""
+    def permalink(self, path, start_line=None, end_line=None, commit=None):
+        """A browsable URL for a code reference (at `commit` when given, else the branch), or None
+        when the project has no repository."""
         if not self.repository_url:
             return None
         base = self.repository_url.rstrip("/")
         if base.endswith(".git"):
             base = base[:-4]
-        url = f"{base}/blob/{self.repository_ref or 'main'}/{path.lstrip('/')}"
+        url = f"{base}/blob/{commit or self.repository_ref or 'main'}/{path.lstrip('/')}"
         if start_line:
             url += f"#L{start_line}"
             if end_line and end_line != start_line:

@@ -34,6 +34,7 @@ from django.utils.text import slugify
 from memory import services
 from memory.formats.nightwatch import TreeError
 from memory.models import Change, ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, content_hash
+from memory.refs.services import schedule_anchoring
 from memory.signals import working_lessons_added
 from personas.models import Persona, Project
 
@@ -396,6 +397,8 @@ def memory_import_folder(*, folder, actor, label, today=None, cache=None):
         reason=f"Imported from {folder.path}",
     )
     ids = _insert_lessons(memory, batch, new_lines, today or timezone.localdate(), base, cache)
+    if any(line.refs for line in new_lines):
+        schedule_anchoring(memory.pk)  # bulk inserts skip the per-lesson anchoring of services
     report.working_ids = [pk for pk, line in zip(ids, new_lines) if line.tier == "working"]
     services.memory_bump_version(memory)
     report.batch_id = batch.pk

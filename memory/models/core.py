@@ -208,6 +208,10 @@ class LessonRef(models.Model):
     start_line = models.PositiveIntegerField(null=True, blank=True)
     end_line = models.PositiveIntegerField(null=True, blank=True)
     position = models.PositiveSmallIntegerField(default=0)
+    # Where the ref was last seen true in the repository (memory.refs); rows are replaced on
+    # every write, the anchor outlives them.
+    anchor = models.ForeignKey("memory.RefAnchor", null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="refs")
 
     class Meta:
         ordering = ["lesson_id", "position", "id"]
