@@ -29,9 +29,14 @@ from memory.promotions.text import Analyzer, significant_words  # noqa: F401  (r
 # A group is kept together when its members' mean similarity to one another reaches this, for the
 # group as a whole and for every member (tuned on the labelled corpus in tests/promotions/corpus,
 # held-out memory excluded).
-LINK_SIMILARITY = 0.14
+LINK_SIMILARITY = 0.12
 # Two lessons below this are unrelated and are never in one group, whatever else they resemble.
 MIN_PAIR_SIMILARITY = 0.04
+
+
+# Weight of a term every lesson uses (smoothed idf is ln((1+n)/(1+df)) + this). Half the usual
+# 1.0: in a memory of a few dozen lessons the words all of them use should count for little.
+IDF_FLOOR = 0.5
 MAX_MEMBERS = 12
 # A term used by more lessons than this is too common to find pairs through (it still
 # counts in the norms, so it weakens similarity rather than strengthening it).
@@ -84,7 +89,7 @@ def _vectors(lessons):
     n = len(lessons)
     limit = common_term_limit(n)
     log = math.log
-    idf = {term: log((1 + n) / (1 + count)) + 1.0 for term, count in df.items()}
+    idf = {term: log((1 + n) / (1 + count)) + IDF_FLOOR for term, count in df.items()}
     vectors = []
     for facts in lessons:
         weights = {t: (1.0 + log(c)) * idf[t] if c > 1 else idf[t] for t, c in facts.terms.items()}
@@ -211,7 +216,8 @@ def average_linkage(sim, *, threshold=LINK_SIMILARITY, max_members=MAX_MEMBERS):
     return [(sorted(ps), cohesion[c]) for c, ps in members.items() if len(ps) > 1]
 
 
-def _group(members, cohesion=1.0):
+def group_of(members, cohesion=1.0):
+    """A Group of these LessonFacts: their ids, dates and confirmations."""
     dates, confirmations = set(), []
     for facts in members:
         dates |= facts.dates
@@ -224,13 +230,13 @@ def find_groups(lessons, *, min_dates):
     """Groups of at least two lessons saying the same thing on >= min_dates dates (their own dates)."""
     lessons = sorted(lessons, key=lambda f: f.id)
     clusters = average_linkage(Similarity(lessons))
-    groups = [_group([lessons[p] for p in positions], cohesion) for positions, cohesion in clusters]
+    groups = [group_of([lessons[p] for p in positions], cohesion) for positions, cohesion in clusters]
     return sorted((g for g in groups if g.distinct_dates >= min_dates), key=lambda g: g.lesson_ids[0])
 
 
 def single_lesson_groups(lessons, *, min_dates):
     """One lesson confirmed on enough dates is a group of its own (the same lesson seen again)."""
-    return [_group([f]) for f in lessons if len(f.dates) >= min_dates]
+    return [group_of([f]) for f in lessons if len(f.dates) >= min_dates]
 
 
 def detect(lessons, *, min_dates):

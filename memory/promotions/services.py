@@ -22,7 +22,9 @@ from memory.models import (
     Relevance,
     Tier,
 )
-from memory.promotions import detection, wording
+from memory.engines.base import EngineError
+from memory.engines.registry import get_engine
+from memory.promotions import detection, verification, wording
 from memory.promotions.selectors import core_usage_after
 from memory.refs import Ref
 from memory.roles import APPROVE
@@ -31,6 +33,10 @@ Status = PromotionCandidate.Status
 # A group whose evidence one of these already covers is not proposed again.
 COVERING_STATUSES = (Status.PENDING, Status.REJECTED, Status.REVERTED, Status.APPROVED)
 _RELEVANCE_ORDER = [Relevance.LOW, Relevance.MEDIUM, Relevance.HIGH, Relevance.CRITICAL]
+# Stamped on the candidates this detection makes. A pending candidate with another stamp came from
+# an earlier detector: the next run keeps it only if it is still one of the groups found now.
+DETECTOR = "words-2"
+REFLECTOR = "reflector"
 
 
 class PromotionError(Exception):
@@ -43,6 +49,10 @@ class AlreadyDecided(PromotionError):
 
 class NeedsReview(PromotionError):
     """The supporting lessons changed after the proposal was made."""
+
+
+class DetectionError(PromotionError):
+    """Detection could not finish (the model's check failed or was unusable); nothing was changed."""
 
 
 @dataclass
@@ -127,6 +137,13 @@ def _from_reflector(candidate):
     return candidate.evidence.get("source") == "reflector"
 
 
+def _outdated(candidate, current_groups):
+    """A pending candidate of an earlier detector that is not one of the groups found now."""
+    if _from_reflector(candidate) or candidate.detector == DETECTOR:
+        return False
+    return tuple(sorted(candidate.evidence.get("lessons", ()))) not in current_groups
+
+
 def _is_stale(candidate, current_hashes):
     """A pending candidate whose supporting lessons are no longer active working lessons as proposed."""
     for lesson_id, state in candidate.supporting_state.items():
@@ -159,68 +176,131 @@ def _members(lesson_ids, words=None):
     ]
 
 
+def _engine_for(memory, engine):
+    if engine is not None:
+        return engine
+    try:
+        return get_engine(memory.persona, memory=memory)
+    except EngineError as exc:
+        raise DetectionError(f"Detection could not start: {exc}. No candidate was changed.") from None
+
+
+def _verified(memory, groups, facts, engine, min_dates):
+    """With a model engine, the groups the model confirms (trimmed), each with its note."""
+    if engine.provider == "offline" or not groups:
+        return [(group, "") for group in groups]
+    ids = [i for g in groups for i in g.lesson_ids]
+    lessons = {lesson.pk: lesson for lesson, _ in _members(ids)}
+    by_id = {f.id: f for f in facts}
+    try:
+        checked = verification.verify(groups, engine=engine, lessons=lessons, facts=by_id, min_dates=min_dates)
+    except verification.VerificationError as exc:
+        raise DetectionError(str(exc)) from None
+    return [(v.group, v.note) for v in checked]
+
+
 def promotion_detect(*, memory, engine=None):
     """Propose every group of working lessons that reached the memory's threshold and is not proposed yet.
 
-    Pending candidates whose lessons changed are superseded; a group that gained evidence
-    (a new lesson or confirmation) replaces its pending candidate. Rejected groups stay rejected
-    until new evidence arrives. Running it twice on unchanged memory creates nothing.
+    With a model engine each new group is checked by the model first (verification.py); a check
+    that fails or cannot be read raises DetectionError and changes nothing. Pending candidates
+    whose lessons changed are superseded, and so are pending candidates of an earlier detector
+    that are not among the groups found now; a group that gained evidence (a new lesson or
+    confirmation) replaces its pending candidate. Rejected groups stay rejected until new evidence
+    arrives. Running it twice on unchanged memory creates nothing.
     """
     facts, current_hashes = _load_facts(memory)
-    groups = detection.detect(facts, min_dates=max(2, memory.promotion_threshold))
+    min_dates = max(2, memory.promotion_threshold)
+    groups = detection.detect(facts, min_dates=min_dates)
+    current_groups = {tuple(g.lesson_ids) for g in groups}
     coverage = _Coverage(
         c for c in PromotionCandidate.objects.filter(memory=memory, status__in=COVERING_STATUSES)
-        if not (c.status == Status.PENDING and _is_stale(c, current_hashes))
+        if not (c.status == Status.PENDING and (_is_stale(c, current_hashes) or _outdated(c, current_groups)))
     )
     new_groups = [g for g in groups if not coverage.covers(_evidence(g))]
-    # Word the proposals outside any transaction: a model call may take seconds.
+    # Check and word the proposals outside any transaction: a model call may take seconds.
     proposals = []
     if new_groups:
+        engine = _engine_for(memory, engine)
+        checked = [(g, note) for g, note in _verified(memory, new_groups, facts, engine, min_dates)
+                   if not coverage.covers(_evidence(g))]
         words = {f.id: f.words for f in facts}
-        grouped = [i for g in new_groups for i in g.lesson_ids]
+        grouped = [i for g, _ in checked for i in g.lesson_ids]
         members_by_id = {lesson.pk: (lesson, refs) for lesson, refs in _members(grouped, words)}
-        for group in new_groups:
+        for group, note in checked:
             members = [members_by_id[i] for i in group.lesson_ids]
-            proposals.append((group, members, wording.propose(memory, members, engine=engine)))
-    return _store_detection(memory, proposals, current_hashes, len(groups))
+            proposals.append((group, members, wording.propose(memory, members, engine=engine), note))
+    return _store_detection(memory, proposals, current_hashes, current_groups, len(groups))
+
+
+def _supersede(candidate, now, reason):
+    candidate.status = Status.SUPERSEDED
+    candidate.decided_at = now
+    candidate.reason = reason
 
 
 @transaction.atomic
-def _store_detection(memory, proposals, current_hashes, group_count):
+def _store_detection(memory, proposals, current_hashes, current_groups, group_count):
     # One detection at a time per memory, so two runs cannot propose the same group twice.
     Memory.objects.select_for_update().filter(pk=memory.pk).first()
     result = DetectionResult(groups=group_count)
     now = timezone.now()
     candidates = list(PromotionCandidate.objects.filter(memory=memory, status__in=COVERING_STATUSES))
     for candidate in candidates:
-        if candidate.status == Status.PENDING and _is_stale(candidate, current_hashes):
-            candidate.status = Status.SUPERSEDED
-            candidate.decided_at = now
-            candidate.reason = "Its supporting lessons changed after it was proposed."
+        if candidate.status != Status.PENDING:
+            continue
+        if _is_stale(candidate, current_hashes):
+            _supersede(candidate, now, "Its supporting lessons changed after it was proposed.")
+            result.superseded.append(candidate)
+        elif _outdated(candidate, current_groups):
+            _supersede(candidate, now, "Re-evaluated by the current detection: its lessons are not one group "
+                                       "that says the same thing on enough dates.")
             result.superseded.append(candidate)
     coverage = _Coverage(candidates)
+    # An earlier detector's candidate that is still a group found now is kept, under today's stamp.
+    kept = [c for c in candidates if c.status == Status.PENDING and not _from_reflector(c) and c.detector != DETECTOR]
+    for candidate in kept:
+        candidate.detector = DETECTOR
+    PromotionCandidate.objects.bulk_update(kept, ["detector"], batch_size=500)
     fresh = []
-    for group, members, proposal in proposals:
+    for group, members, proposal, note in proposals:
         evidence = _evidence(group)
         if coverage.covers(evidence):
             continue
-        fresh.append((
-            PromotionCandidate(
-                memory=memory,
-                text=proposal.text,
-                category=proposal.category,
-                refs=[r.as_text() for r in proposal.refs],
-                evidence=evidence,
-                fingerprint=_fingerprint(evidence),
-                supporting_state={str(lesson.pk): {"hash": lesson.content_hash} for lesson, _ in members},
-                distinct_dates=group.distinct_dates,
-                engine=proposal.engine,
-                engine_note=proposal.note,
-                created_at=now,
-            ),
-            evidence,
+        fresh.append(_candidate(
+            memory, proposal, evidence, members, group.distinct_dates, now, detector=DETECTOR, verification_note=note,
         ))
-    created = PromotionCandidate.objects.bulk_create([c for c, _ in fresh], batch_size=500)
+    created = _insert(memory, fresh, now)
+    for candidate in created:
+        for old in coverage.overlapping(candidate.evidence["lessons"]):
+            if old.status == Status.PENDING:
+                _supersede(old, now, f"Replaced by candidate #{candidate.pk}, which has new evidence.")
+                result.superseded.append(old)
+    PromotionCandidate.objects.bulk_update(result.superseded, ["status", "decided_at", "reason"], batch_size=500)
+    result.created = created
+    return result
+
+
+def _candidate(memory, proposal, evidence, members, distinct_dates, now, **fields):
+    return PromotionCandidate(
+        memory=memory,
+        text=proposal.text,
+        category=proposal.category,
+        refs=[r.as_text() for r in proposal.refs],
+        evidence=evidence,
+        fingerprint=_fingerprint(evidence),
+        supporting_state={str(lesson.pk): {"hash": lesson.content_hash} for lesson, _ in members},
+        distinct_dates=distinct_dates,
+        engine=proposal.engine,
+        engine_note=proposal.note,
+        created_at=now,
+        **fields,
+    )
+
+
+def _insert(memory, candidates, now):
+    """Store new candidates and their supporting lessons in a few bulk queries."""
+    created = PromotionCandidate.objects.bulk_create(candidates, batch_size=500)
     if created and created[0].pk is None:  # backends that do not return ids from bulk inserts
         created = list(PromotionCandidate.objects.filter(memory=memory, created_at=now).order_by("id"))
     Through = PromotionCandidate.supporting.through
@@ -228,16 +308,7 @@ def _store_detection(memory, proposals, current_hashes, group_count):
         [Through(promotioncandidate_id=c.pk, lesson_id=i) for c in created for i in c.evidence["lessons"]],
         batch_size=2000,
     )
-    for candidate in created:
-        for old in coverage.overlapping(candidate.evidence["lessons"]):
-            if old.status == Status.PENDING:
-                old.status = Status.SUPERSEDED
-                old.decided_at = now
-                old.reason = f"Replaced by candidate #{candidate.pk}, which has new evidence."
-                result.superseded.append(old)
-    PromotionCandidate.objects.bulk_update(result.superseded, ["status", "decided_at", "reason"], batch_size=500)
-    result.created = created
-    return result
+    return created
 
 
 def _describe_decision(candidate):

@@ -137,14 +137,19 @@ def test_offline_wording_is_the_most_specific_member_with_all_refs(memory):
     assert sorted(candidate.refs[2:]) == ["src/queue/ack.py", "src/worker.py#L5"]
 
 
-def test_significant_words_drop_stop_words_and_fold_plurals():
-    assert detection.significant_words("The tests should always use the fixtures") == {"test", "fixture"}
+def test_significant_words_drop_stop_words_and_stem():
+    assert detection.significant_words("The tests should always use the fixtures") == {"test", "fixtur"}
 
 
-def test_common_words_do_not_block_at_scale():
+def test_identifiers_and_paths_are_split_into_words():
+    words = detection.significant_words("handleEvent() in src/billing/webhook_handler.py retried")
+    assert words == {"handl", "event", "bill", "webhook", "handler", "retri"}
+
+
+def test_words_every_lesson_uses_do_not_group_at_scale():
     # A word in every lesson is too common to pair anything, so it is never used as a key.
     facts = [
-        detection.LessonFacts(id=i, text_key=str(i), words=frozenset({"service", "deploy", "check", f"w{i}"}),
+        detection.LessonFacts(id=i, text_key=str(i), terms={"servic": 1, "deploy": 1, "check": 1, f"w{i}": 1},
                               paths=frozenset({"src/app.py"}), dates=frozenset({date(2026, 1, 1 + i % 20)}))
         for i in range(500)
     ]
