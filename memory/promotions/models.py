@@ -65,3 +65,12 @@ class PromotionCandidate(models.Model):
     @property
     def is_pending(self):
         return self.status == self.Status.PENDING
+
+    @property
+    def from_pipeline(self):
+        """A reflection of the observation pipeline, not a lesson found recurring on distinct dates."""
+        return self.evidence.get("source") == "reflector"
+
+    @property
+    def pipeline_run_id(self):
+        return self.evidence.get("run")

@@ -5,6 +5,7 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -308,6 +309,95 @@ def _insert(memory, candidates, now):
         batch_size=2000,
     )
     return created
+
+
+# --- running detection: one entry point for the button, the nightly sweep and new lessons --------
+
+STATUS_SECONDS = 24 * 3600
+
+
+def _status_key(memory_id):
+    return f"promotions:detection:{memory_id}"
+
+
+def _set_status(memory_id, state, message):
+    cache.set(_status_key(memory_id), {"state": state, "message": message, "at": timezone.now()}, STATUS_SECONDS)
+
+
+def detection_status(memory_ids):
+    """{memory id: {"state": queued|running|done|failed, "message", "at"}} of recent detection runs."""
+    found = cache.get_many([_status_key(i) for i in memory_ids])
+    return {i: found[_status_key(i)] for i in memory_ids if _status_key(i) in found}
+
+
+def detection_targets(memory=None):
+    """The memories detection runs on: those of active personas (one, if asked for and active)."""
+    qs = Memory.objects.filter(persona__is_active=True).select_related("persona", "project").order_by("id")
+    return list(qs.filter(pk=memory.pk) if memory is not None else qs)
+
+
+def promotion_detect_request(*, memory=None):
+    """Queue detection for one memory or every active one, after the current transaction commits.
+
+    Returns the memories queued. The run itself happens in a worker (promotion_detect_run), so a
+    model's check of many groups never holds up a request.
+    """
+    from memory.promotions.tasks import detect_promotions
+
+    targets = detection_targets(memory)
+    for target in targets:
+        _set_status(target.pk, "queued", "Detection is queued.")
+        transaction.on_commit(lambda pk=target.pk: detect_promotions.delay(pk))
+    return targets
+
+
+def promotion_detect_run(*, memory_id):
+    """Run detection for one memory as a job, recording its outcome for the inbox. Returns how many
+    candidates it created (0 when the memory is gone, its persona inactive, or the run failed)."""
+    memory = Memory.objects.select_related("persona").filter(pk=memory_id, persona__is_active=True).first()
+    if memory is None:
+        return 0
+    _set_status(memory_id, "running", "Detection is running.")
+    try:
+        result = promotion_detect(memory=memory)
+    except DetectionError as exc:
+        _set_status(memory_id, "failed", str(exc))
+        return 0
+    n, gone = len(result.created), len(result.superseded)
+    _set_status(memory_id, "done", f"Detection found {n} new candidate{'s' if n != 1 else ''}"
+                                   + (f" and superseded {gone}." if gone else "."))
+    return n
+
+
+def reflection_propose(*, memory, text, category, lessons, refs, engine, run_id):
+    """A pending candidate for a reflection of the observation pipeline, backed by its observations.
+
+    Call inside the pipeline's transaction. The candidate is labelled as a reflection (evidence
+    source and run), so the inbox does not present it as a lesson recurring on distinct dates.
+    """
+    evidence = {"lessons": sorted(l.pk for l in lessons), "confirmations": [], "source": REFLECTOR, "run": run_id}
+    proposal = wording.Proposal(text=text, category=category, refs=[], engine=str(engine)[:40])
+    candidate = _candidate(memory, proposal, evidence, [(l, ()) for l in lessons],
+                           len({l.lesson_date for l in lessons}), timezone.now(), detector=REFLECTOR)
+    candidate.refs = list(refs)
+    (created,) = _insert(memory, [candidate], candidate.created_at)
+    return created
+
+
+def reflection_support(*, candidate, lessons):
+    """More observations back a pending reflection: its evidence, supporting lessons and date count follow."""
+    have = set(candidate.evidence.get("lessons", []))
+    added = [l for l in lessons if l.pk not in have]
+    if not added:
+        return candidate
+    candidate.evidence = {**candidate.evidence, "lessons": sorted(have | {l.pk for l in added})}
+    candidate.supporting_state = {**candidate.supporting_state,
+                                  **{str(l.pk): {"hash": l.content_hash} for l in added}}
+    candidate.supporting.add(*added)
+    candidate.distinct_dates = len(set(
+        Lesson.objects.filter(pk__in=candidate.evidence["lessons"]).values_list("lesson_date", flat=True)))
+    candidate.save(update_fields=["evidence", "supporting_state", "distinct_dates"])
+    return candidate
 
 
 def _describe_decision(candidate):
