@@ -156,3 +156,20 @@ def test_an_old_candidate_that_is_still_a_group_is_kept(memory, themed):
     candidate.refresh_from_db()
     assert result.superseded == [] and result.created == []
     assert candidate.status == "pending" and candidate.detector == "words-2"
+
+
+def test_the_redetect_command_re_evaluates_old_candidates_once(memory, themed):
+    import io
+
+    from django.core.management import call_command
+
+    themed(3)
+    (kept,) = promotion_detect(memory=memory).created
+    PromotionCandidate.objects.filter(pk=kept.pk).update(detector="")
+    out = io.StringIO()
+    call_command("redetect_promotions", stdout=out)
+    kept.refresh_from_db()
+    assert kept.status == "pending" and kept.detector == "words-2"
+    assert "re-evaluated 1 memory; 0 pending candidates of an earlier detector left" in out.getvalue()
+    call_command("redetect_promotions", stdout=out)
+    assert "re-evaluated 0 memories" in out.getvalue()
