@@ -9,8 +9,8 @@ decoys that cite the same file into groups).
 Groups are built by average linkage with two guards, closest clusters first:
 - no two members may be unrelated (cosine below MIN_PAIR_SIMILARITY), so nothing joins through a
   chain (A like B, B like C, A unlike C gives no group holding A and C);
-- every member's mean similarity to the rest of its group must reach LINK_SIMILARITY, so no member
-  hangs on by a single link.
+- every member's mean similarity to the rest of its group must reach link_similarity(n), so no
+  member hangs on by a single link.
 A group stops growing at MAX_MEMBERS, so a large cluster yields its tightest core. A group counts
 only its own members' dates (and their confirmations) against the distinct-dates rule.
 
@@ -30,6 +30,15 @@ from memory.promotions.text import Analyzer, significant_words  # noqa: F401  (r
 # group as a whole and for every member (tuned on the labelled corpus in tests/promotions/corpus,
 # held-out memory excluded).
 LINK_SIMILARITY = 0.12
+# In a large memory idf spreads wider and unrelated lessons sharing two mid-frequency words reach
+# that cosine, so the threshold rises by this much for every tenfold above 100 lessons (set on the
+# synthetic 10,000-lesson bench: 0.17 there).
+LINK_SIMILARITY_PER_DECADE = 0.025
+
+
+def link_similarity(n_lessons):
+    return LINK_SIMILARITY + LINK_SIMILARITY_PER_DECADE * max(0.0, math.log10(max(n_lessons, 1) / 100))
+
 # Two lessons below this are unrelated and are never in one group, whatever else they resemble.
 MIN_PAIR_SIMILARITY = 0.04
 
@@ -117,7 +126,8 @@ class Similarity:
                 for j, wj in entries[k + 1:]:
                     dots[base + j] += wi * wj
         self.cache = dict(dots)
-        self.strong = sorted((key // n, key % n, dot) for key, dot in dots.items() if dot >= LINK_SIMILARITY)
+        self.threshold = link_similarity(n)
+        self.strong = sorted((key // n, key % n, dot) for key, dot in dots.items() if dot >= self.threshold)
 
     def __call__(self, p, q):
         if p > q:
@@ -158,7 +168,7 @@ def _every_member_belongs(members, sim, threshold):
     return True
 
 
-def average_linkage(sim, *, threshold=LINK_SIMILARITY, max_members=MAX_MEMBERS):
+def average_linkage(sim, *, threshold=None, max_members=MAX_MEMBERS):
     """Clusters of the lessons behind `sim` (a Similarity), closest pair of clusters first.
 
     Two clusters merge when no pair across them is unrelated (below MIN_PAIR_SIMILARITY), their
@@ -172,6 +182,7 @@ def average_linkage(sim, *, threshold=LINK_SIMILARITY, max_members=MAX_MEMBERS):
     means computed).
     """
     n = sim.n
+    threshold = sim.threshold if threshold is None else threshold
     members = {i: [i] for i in range(n)}
     cohesion = {}
     owner = list(range(n))

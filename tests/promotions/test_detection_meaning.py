@@ -41,7 +41,7 @@ def test_chained_lessons_do_not_join_the_two_ends():
         (t, date(2025, 12, 1)) for t in OTHER_LESSONS]
     facts = _facts(texts)
     sim = detection.Similarity(sorted(facts, key=lambda f: f.id))
-    assert sim(0, 1) >= detection.LINK_SIMILARITY and sim(1, 2) >= detection.LINK_SIMILARITY
+    assert sim(0, 1) >= sim.threshold and sim(1, 2) >= sim.threshold
     assert sim(0, 2) < detection.MIN_PAIR_SIMILARITY
     groups = detection.find_groups(facts, min_dates=2)
     assert not any({1, 3} <= set(g.lesson_ids) for g in groups)
