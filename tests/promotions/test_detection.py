@@ -163,3 +163,15 @@ def test_a_new_confirmation_is_new_evidence(memory, themed):
     (second,) = promotion_detect(memory=memory).created
     first.refresh_from_db()
     assert first.status == "superseded" and second.distinct_dates == 4
+
+
+@pytest.mark.parametrize("text, language", [
+    ("Der Loader ist abgestürzt, weil das CRM eine neue Spalte geliefert hat", "german"),
+    ("Nunca activar set -x en scripts que manejan secretos", "spanish"),
+    ("handle_event() parsed the body before the signature check", "english"),
+    ("create_charge()", "english"),
+])
+def test_the_language_is_guessed_from_stop_words(text, language):
+    from memory.promotions.text import guess_language, tokens
+
+    assert guess_language(tokens(text)) == language
