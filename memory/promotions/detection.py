@@ -24,7 +24,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import date
 
-from memory.promotions.text import Analyzer, significant_words  # noqa: F401  (re-exported for wording)
+from memory.promotions.text import Analyzer
 
 # A group is kept together when its members' mean similarity to one another reaches this, for the
 # group as a whole and for every member (tuned on the labelled corpus in tests/promotions/corpus,

@@ -5,6 +5,7 @@ import pytest
 from memory import services
 from memory.models import PromotionCandidate
 from memory.promotions import detection
+from memory.promotions import text as analysis
 from memory.promotions.services import promotion_detect, promotion_reject
 from tests.factories import SYSTEM, make_lesson
 
@@ -138,11 +139,11 @@ def test_offline_wording_is_the_most_specific_member_with_all_refs(memory):
 
 
 def test_significant_words_drop_stop_words_and_stem():
-    assert detection.significant_words("The tests should always use the fixtures") == {"test", "fixtur"}
+    assert analysis.significant_words("The tests should always use the fixtures") == {"test", "fixtur"}
 
 
 def test_identifiers_and_paths_are_split_into_words():
-    words = detection.significant_words("handleEvent() in src/billing/webhook_handler.py retried")
+    words = analysis.significant_words("handleEvent() in src/billing/webhook_handler.py retried")
     assert words == {"handl", "event", "bill", "webhook", "handler", "retri"}
 
 
@@ -172,6 +173,6 @@ def test_a_new_confirmation_is_new_evidence(memory, themed):
     ("create_charge()", "english"),
 ])
 def test_the_language_is_guessed_from_stop_words(text, language):
-    from memory.promotions.text import guess_language, tokens
+    from memory.promotions.text import guess_language, tokens  # noqa: I001
 
     assert guess_language(tokens(text)) == language

@@ -114,8 +114,6 @@ def test_a_big_cluster_yields_groups_of_at_most_twelve():
 
 
 def test_old_detector_candidates_are_re_evaluated_once(memory, approver):
-    from memory import services
-
     _others(memory)
     lessons = [make_lesson(memory, text, refs="src/app.py", day=date(2026, 7, 1 + i)) for i, text in enumerate([
         "Grafana alert thresholds are kept in ops/alerts.yml",
