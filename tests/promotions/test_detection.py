@@ -173,6 +173,6 @@ def test_a_new_confirmation_is_new_evidence(memory, themed):
     ("create_charge()", "english"),
 ])
 def test_the_language_is_guessed_from_stop_words(text, language):
-    from memory.promotions.text import guess_language, tokens  # noqa: I001
+    from memory.promotions.text import guess_language, tokens
 
     assert guess_language(tokens(text)) == language
