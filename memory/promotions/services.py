@@ -27,7 +27,7 @@ from memory.engines.base import EngineError
 from memory.engines.registry import get_engine
 from memory.promotions import detection, verification, wording
 from memory.promotions.selectors import core_usage_after
-from memory.refs import Ref
+from memory.refs import Ref, parse_ref
 from memory.roles import APPROVE
 
 Status = PromotionCandidate.Status
@@ -376,10 +376,10 @@ def reflection_propose(*, memory, text, category, lessons, refs, engine, run_id)
     source and run), so the inbox does not present it as a lesson recurring on distinct dates.
     """
     evidence = {"lessons": sorted(l.pk for l in lessons), "confirmations": [], "source": REFLECTOR, "run": run_id}
-    proposal = wording.Proposal(text=text, category=category, refs=[], engine=str(engine)[:40])
+    proposal = wording.Proposal(text=text, category=category, refs=[parse_ref(r) for r in refs],
+                                engine=str(engine)[:40])
     candidate = _candidate(memory, proposal, evidence, [(l, ()) for l in lessons],
                            len({l.lesson_date for l in lessons}), timezone.now(), detector=REFLECTOR)
-    candidate.refs = list(refs)
     (created,) = _insert(memory, [candidate], candidate.created_at)
     return created
 
