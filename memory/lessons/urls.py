@@ -4,9 +4,14 @@ from memory.lessons.views import history, home, lessons, memory_page, prompt
 
 urlpatterns = [
     path("", home.home, name="home"),
+    # A memory is addressed by its persona's name and its project's slug, as in the agent API. The
+    # numeric addresses (older links) redirect there; they share the names so reverse() takes either.
     path("memories/<int:memory_id>/", memory_page.memory_detail, name="memory_detail"),
     path("memories/<int:memory_id>/history/", history.memory_history, name="memory_history"),
     path("memories/<int:memory_id>/prompt/", prompt.prompt_preview, name="prompt_preview"),
+    path("memories/<str:persona>/<str:project>/", memory_page.memory_detail, name="memory_detail"),
+    path("memories/<str:persona>/<str:project>/history/", history.memory_history, name="memory_history"),
+    path("memories/<str:persona>/<str:project>/prompt/", prompt.prompt_preview, name="prompt_preview"),
     path("lessons/<int:lesson_id>/", lessons.lesson_row, name="lesson_row"),
     path("lessons/<int:lesson_id>/edit/", lessons.lesson_edit, name="lesson_edit"),
     path("lessons/<int:lesson_id>/protect/", lessons.lesson_protect, name="lesson_protect"),

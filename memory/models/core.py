@@ -87,6 +87,21 @@ class Memory(models.Model):
     def __str__(self):
         return f"{self.persona} × {self.project}"
 
+    def get_absolute_url(self):
+        from memory.lessons.addressing import memory_path
+
+        return memory_path(self)
+
+    def history_url(self):
+        from memory.lessons.addressing import memory_path
+
+        return memory_path(self, "history")
+
+    def prompt_url(self):
+        from memory.lessons.addressing import memory_path
+
+        return memory_path(self, "prompt")
+
 
 class LessonQuerySet(models.QuerySet):
     def active(self):

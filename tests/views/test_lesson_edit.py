@@ -54,7 +54,7 @@ def test_htmx_post_saves_through_services_and_returns_row(client_for, curator, l
 def test_full_page_post_redirects_back(client_for, curator, lesson):
     response = client_for(curator).post(url(lesson), post_data())
     assert response.status_code == 302
-    assert response["Location"] == f"/memories/{lesson.memory_id}/#lesson-{lesson.pk}"
+    assert response["Location"] == lesson.memory.get_absolute_url() + f"#lesson-{lesson.pk}"
 
 
 def test_bad_input_shows_errors_and_changes_nothing(client_for, curator, lesson):

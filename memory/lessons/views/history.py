@@ -9,9 +9,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from memory.lessons.addressing import resolve_memory
 from memory import services
 from memory.lessons.selectors import lesson_changes, lesson_with_context, memory_batches
-from memory.models import Change, ChangeBatch, Lesson, Memory
+from memory.models import Change, ChangeBatch, Lesson
 from memory.rendering import snapshot_diff
 from memory.roles import curator_required, viewer_required
 from memory.services import RevertError
@@ -26,8 +27,10 @@ def _entry(change):
 
 
 @viewer_required
-def memory_history(request, memory_id):
-    memory = get_object_or_404(Memory.objects.select_related("persona", "project"), pk=memory_id)
+def memory_history(request, **address):
+    memory, moved = resolve_memory(request, "history", **address)
+    if moved:
+        return moved
     page = Paginator(memory_batches(memory), BATCHES_PER_PAGE).get_page(request.GET.get("page"))
     batches = [{"batch": b, "entries": [_entry(c) for c in b.changes.all()]} for b in page.object_list]
     context = {"memory": memory, "page": page, "batches": batches}
@@ -83,8 +86,8 @@ def change_revert(request, change_id):
 @require_POST
 @curator_required
 def batch_revert(request, batch_id):
-    batch = get_object_or_404(ChangeBatch, pk=batch_id)
-    default = reverse("memory_history", args=[batch.memory_id])
+    batch = get_object_or_404(ChangeBatch.objects.select_related("memory__persona", "memory__project"), pk=batch_id)
+    default = batch.memory.history_url()
     try:
         services.batch_revert(batch=batch, actor=actor_for(request), reason=reason_from(request))
     except RevertError as exc:

@@ -71,7 +71,7 @@ def _row_response(request, lesson, error="", changed=False):
 
 
 def _back(request, lesson):
-    return redirect(safe_next(request, reverse("memory_detail", args=[lesson.memory_id]) + f"#lesson-{lesson.pk}"))
+    return redirect(safe_next(request, lesson.memory.get_absolute_url() + f"#lesson-{lesson.pk}"))
 
 
 @viewer_required
@@ -105,7 +105,7 @@ def lesson_edit(request, lesson_id):
     else:
         form = LessonEditForm.for_lesson(lesson)
     context = {"form": form, "lesson": lesson, "memory": lesson.memory,
-               "next": safe_next(request, reverse("memory_detail", args=[lesson.memory_id]))}
+               "next": safe_next(request, lesson.memory.get_absolute_url())}
     template = "memory/lessons/lesson_edit.html" + ("#edit-form" if request.htmx else "")
     # htmx only swaps 2xx responses, so the form with its errors comes back as 200 there.
     status = 400 if form.errors and not request.htmx else 200
