@@ -14,12 +14,12 @@ from django.views.decorators.http import require_POST
 
 from memory import services
 from memory.lessons.selectors import budget_state, lesson_with_context
-from memory.models import ALL_CATEGORIES, CORE_CATEGORIES, Category, Lesson, Relevance, Tier
+from memory.models import ALL_CATEGORIES, CORE_CATEGORIES, Category, Lesson, LessonStatus, Relevance, Tier
 from memory.refs import format_ref_list
 from memory.roles import curator_required, viewer_required
 from memory.services import MAX_LESSON_CHARS
 from memory.web import actor_for, error_messages, reason_from, safe_next
-from memory.lessons.views.memory_page import lesson_rows
+from memory.lessons.views.memory_page import add_coverage, lesson_rows
 
 
 class LessonEditForm(forms.Form):
@@ -58,6 +58,7 @@ def _row_context(lesson, error=""):
     lesson = lesson_with_context(lesson.pk)
     budget = budget_state(lesson.memory)
     row = lesson_rows(lesson.memory, [lesson], budget)[0]
+    add_coverage(lesson.memory, [row])  # the same chips as on the page the row returns to
     return {"row": row, "memory": lesson.memory, "error": error, "budget": budget}
 
 
@@ -86,6 +87,12 @@ def lesson_row(request, lesson_id):
 @curator_required
 def lesson_edit(request, lesson_id):
     lesson = get_object_or_404(Lesson.objects.select_related("memory__persona", "memory__project"), pk=lesson_id)
+    if lesson.status != LessonStatus.ACTIVE:
+        error = f"This lesson is {lesson.get_status_display().lower()}: restore it before editing it."
+        if request.htmx:
+            return _row_response(request, lesson, error=error)
+        messages.error(request, error)
+        return _back(request, lesson)
     if request.method == "POST":
         form = LessonEditForm(request.POST, lesson=lesson)
         if form.is_valid():
