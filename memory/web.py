@@ -1,6 +1,11 @@
-"""Small helpers the dashboard views share."""
+"""Small helpers the views of every feature share."""
 
+from django.contrib import messages
+from django.shortcuts import redirect
+from django.template.loader import render_to_string
+from django.template.response import TemplateResponse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from memory.services import Actor
 
@@ -29,3 +34,30 @@ def error_messages(exc):
     if hasattr(exc, "messages"):
         return list(exc.messages)
     return [str(exc) or "This action is not allowed."]
+
+
+def decide(request, action, *, refused, done, then, prefix=""):
+    """One reviewer decision (apply, reject, revert…) that ends back on a page.
+
+    `action()` runs the service; an exception of the `refused` kinds becomes an error message (after
+    `prefix`), success a success message (`done`, or `done(result)`). Either way the reviewer goes to
+    `then`, as a client redirect when the request came from htmx.
+    """
+    try:
+        result = action()
+    except refused as exc:
+        messages.error(request, prefix + " ".join(error_messages(exc)))
+    else:
+        messages.success(request, done(result) if callable(done) else done)
+    return HttpResponseClientRedirect(then) if request.htmx else redirect(then)
+
+
+def run_progress(request, template, context, *, finished):
+    """A run's page. htmx polls it for the `run-body` partial; once the run has finished, the body is
+    sent one last time with the signal that stops the polling."""
+    if not request.htmx:
+        return TemplateResponse(request, template, context)
+    partial = f"{template}#run-body"
+    if finished:
+        return HttpResponseStopPolling(render_to_string(partial, context, request=request))
+    return TemplateResponse(request, partial, context)

@@ -2,7 +2,7 @@
 
 from django.urls import reverse
 
-from memory.refinement.session import on_batch_reverted
+from memory.refinement.services import on_batch_reverted
 from memory.review_queue import ReviewItem, count_per_memory, register_review_source, runs_needing_a_look
 from memory.services import batch_reverted
 
