@@ -139,6 +139,16 @@ def lesson_queryset(memory, *, tier="", category="", relevance="", status="activ
     )
 
 
+def cited_entries(lesson):
+    """The transcript entries a lesson cites, cleaned, in transcript order (empty when none are stored)."""
+    from memory.pipeline.transcripts import transcript_entries
+
+    if not lesson.source_entry_ids or lesson.interaction is None:
+        return []
+    wanted = {str(i) for i in lesson.source_entry_ids}
+    return [e for e in transcript_entries(lesson.interaction.transcript) if e["id"] in wanted]
+
+
 def lesson_with_context(lesson_id):
     return (
         Lesson.objects.select_related("memory__persona", "memory__project", "interaction", "superseded_by")

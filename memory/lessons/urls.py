@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.lessons.views import history, home, lessons, memory_page, prompt
+from memory.lessons.views import history, home, interaction, lessons, memory_page, prompt
 
 urlpatterns = [
     path("", home.home, name="home"),
@@ -18,6 +18,7 @@ urlpatterns = [
     path("lessons/<int:lesson_id>/delete/", lessons.lesson_delete, name="lesson_delete"),
     path("lessons/<int:lesson_id>/restore/", lessons.lesson_restore, name="lesson_restore"),
     path("lessons/<int:lesson_id>/history/", history.lesson_history, name="lesson_history"),
+    path("interactions/<int:interaction_id>/", interaction.interaction_detail, name="interaction_detail"),
     path("changes/<int:change_id>/revert/", history.change_revert, name="change_revert"),
     path("batches/<int:batch_id>/revert/", history.batch_revert, name="batch_revert"),
 ]

@@ -2,7 +2,14 @@
 
 import re
 
+# "User: …", "[Assistant]: …", "assistant @ 10:02: …": how a speaker is named at the start of a line.
+_SPEAKER = re.compile(r"^\s*\[?(?:user|assistant|agent|tool|system|human|ai)\]?(?:\s*@\s*[0-9: -]+)?\s*:\s*", re.I)
 
+
+def without_speaker(text):
+    """An observation is about the work, not a quote: drop a leading "User:" or "Assistant:"."""
+    stripped = _SPEAKER.sub("", text or "", count=1).strip()
+    return stripped[:1].upper() + stripped[1:] if stripped else (text or "").strip()
 
 
 def transcript_entries(raw):

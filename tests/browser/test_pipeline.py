@@ -47,7 +47,7 @@ def test_progress_page_follows_a_running_run_until_it_completes(page, login, mak
     PipelineRun.objects.filter(pk=run.pk).update(phase="pruner", completed_phases=["observer", "reflector"],
                                                  pass_no=1, max_passes=2, tool_calls=3, observations_dropped=2)
     expect(page.locator('[data-phase="pruner"]')).to_have_attribute("data-state", "current")
-    expect(page.get_by_test_id("deltas")).to_have_text("R 4(+1) O 8(−2)")
+    expect(page.get_by_test_id("deltas")).to_have_text("4 reflections (1 new) · 8 observations left (2 dropped)")
     PipelineRun.objects.filter(pk=run.pk).update(status="completed",
                                                  completed_phases=["observer", "reflector", "pruner"])
     expect(page.locator('[data-phase="pruner"]')).to_have_attribute("data-state", "done")

@@ -11,7 +11,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from memory.lessons.addressing import resolve_memory
 from memory import services
-from memory.lessons.selectors import lesson_changes, lesson_with_context, memory_batches
+from memory.lessons.selectors import cited_entries, lesson_changes, lesson_with_context, memory_batches
 from memory.models import Change, ChangeBatch, Lesson
 from memory.rendering import snapshot_diff
 from memory.roles import curator_required, viewer_required
@@ -45,6 +45,7 @@ def lesson_history(request, lesson_id):
     project = lesson.memory.project
     refs = [(ref, project.permalink(ref.path, ref.start_line, ref.end_line)) for ref in lesson.refs.all()]
     context = {"lesson": lesson, "memory": lesson.memory, "page": page, "refs": refs,
+               "source_entries": cited_entries(lesson),
                "entries": [_entry(c) for c in page.object_list]}
     template = "memory/lessons/lesson_history.html" + ("#history-list" if request.htmx else "")
     return TemplateResponse(request, template, context)
