@@ -53,6 +53,9 @@ class RefinementRun(models.Model):
     prompt_sent = models.TextField(blank=True, help_text="The exact refinement prompt sent.")
     mass_before = models.PositiveIntegerField(default=0)
     mass_after = models.PositiveIntegerField(null=True, blank=True)
+    # What the retention check last counted (retention = mass_counted / mass_before): the lessons kept,
+    # with each consolidation credited for the text of the lessons it merged that it still holds.
+    mass_counted = models.PositiveIntegerField(null=True, blank=True)
     retention = models.FloatField(default=1.0)
     threshold = models.FloatField(default=0.90)
     op_cap = models.PositiveSmallIntegerField(default=REFINEMENT_OP_CAP)

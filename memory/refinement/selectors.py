@@ -71,6 +71,26 @@ def operation_rows(run):
     return rows
 
 
+def run_timeline(run):
+    """A finished run step by step, with seconds since it started: start, consent, each operation, end.
+    Shown the same whether the page watched the run or opened after it ended. One query."""
+    def offset(at):
+        return (at - run.started_at).total_seconds() if at and run.started_at else None
+
+    steps = [{"label": "Started", "offset": 0.0, "detail": f"{run.trigger} run, mass {run.mass_before} tokens"}]
+    if run.consent_answer:
+        steps.append({"label": "Consent", "offset": None, "detail": run.consent_answer.strip()[:80]})
+    for op in run.operations.order_by("seq").only("seq", "action", "outcome", "retention_after", "created_at"):
+        detail = op.get_outcome_display()
+        if op.retention_after is not None:
+            detail += f", retention {op.retention_after:.1%}"
+        steps.append({"label": f"#{op.seq} {op.action}", "offset": offset(op.created_at), "detail": detail})
+    if run.finished_at:
+        steps.append({"label": run.get_status_display(), "offset": offset(run.finished_at),
+                      "detail": run.current_action})
+    return steps
+
+
 def run_counts(run):
     return run.operations.aggregate(
         refused=Count("id", filter=Q(outcome=RefinementOperation.Outcome.REFUSED)),

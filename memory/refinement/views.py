@@ -20,6 +20,7 @@ from memory.refinement.services import (
     refinement_prompt_restore,
     refinement_prompt_save,
     refinement_run_revert,
+    refinement_threshold_set,
 )
 from memory.roles import APPROVE, approver_required, viewer_required
 from memory.services import Actor, RevertError
@@ -51,6 +52,7 @@ def _run_context(request, run):
     return {
         "run": run, "finished": finished, "poll_seconds": POLL_SECONDS,
         "operations": selectors.operation_rows(run) if finished else [],
+        "timeline": selectors.run_timeline(run) if finished else [],
         "recent": list(run.operations.order_by("-seq")[:5]) if not finished else [],
         "counts": selectors.run_counts(run),
         "can_approve": request.user.has_perm(APPROVE),
@@ -153,6 +155,20 @@ def prompt_preview(request, persona_pk):
     context = {"persona": persona, "memory": memory, "uses_default": not text.strip(),
                "preview": prompts.build_refinement_prompt(persona, memory, guidance=text)}
     return TemplateResponse(request, "memory/refinement/prompt.html#preview", context)
+
+
+@approver_required
+@require_POST
+def threshold_set(request, persona_pk):
+    persona = get_object_or_404(Persona, pk=persona_pk)
+    try:
+        refinement_threshold_set(persona=persona, percent=request.POST.get("threshold", ""))
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"Runs on {persona.name}'s memories now stop below "
+                                  f"{persona.refinement_threshold:.0%} retention.")
+    return redirect("refinement:prompt", persona_pk=persona.pk)
 
 
 @approver_required
