@@ -8,8 +8,11 @@ _SPEAKER = re.compile(r"^\s*\[?(?:user|assistant|agent|tool|system|human|ai)\]?(
 
 def without_speaker(text):
     """An observation is about the work, not a quote: drop a leading "User:" or "Assistant:"."""
-    stripped = _SPEAKER.sub("", text or "", count=1).strip()
-    return stripped[:1].upper() + stripped[1:] if stripped else (text or "").strip()
+    text = text or ""
+    stripped = _SPEAKER.sub("", text, count=1).strip()
+    if stripped == text.strip() or not stripped:
+        return text
+    return stripped[:1].upper() + stripped[1:]
 
 
 def transcript_entries(raw):

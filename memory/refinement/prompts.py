@@ -13,8 +13,8 @@ SAFETY_RULES = f"""\
 - You may make at most {REFINEMENT_OP_CAP} changing actions (consolidate, update, delete, protect) in this session. Anything beyond that is refused. Small careful steps over many sessions are the goal, never a single sweep.
 - Lessons marked protected are untouchable: they cannot be consolidated, edited or deleted.
 - Exact details are fixed: error messages, commands, configuration values, numbers, versions, file paths and line ranges stay word for word unless another lesson repeats them word for word.
-- Decisions and agreements (what the team or the user chose, asked for or ruled out, with the reason and the date) are fixed in the same way: never merge two decisions because they touch the same area.
-- When you consolidate, the new text must keep everything each merged lesson said. Only what a consolidation keeps counts as retained; a merge that drops details counts as deleting them.
+- Decisions and agreements (what the team or the user chose, asked for or ruled out, with the reason and the date) are fixed in the same way: never combine two decisions because they touch the same area.
+- When you consolidate, the new text must keep everything each of the combined lessons said. Only what the new text keeps counts as retained; a consolidation that drops details counts as deleting them.
 - Deleting is rare. Prefer leaving a lesson as it is. Tightening the wording of a single lesson is allowed when no meaning is lost.
 - If the memory would keep less than its retention threshold, the whole session is undone and stopped.
 - Finishing with zero changes is a successful session. When in doubt, call `complete` without changing anything."""

@@ -80,7 +80,7 @@ def run_timeline(run):
     steps = [{"label": "Started", "offset": 0.0, "detail": f"{run.trigger} run, mass {run.mass_before} tokens"}]
     if run.consent_answer:
         steps.append({"label": "Consent", "offset": None, "detail": run.consent_answer.strip()[:80]})
-    for op in run.operations.order_by("seq").only("seq", "action", "outcome", "retention_after", "created_at"):
+    for op in run.operations.order_by("seq"):
         detail = op.get_outcome_display()
         if op.retention_after is not None:
             detail += f", retention {op.retention_after:.1%}"
