@@ -155,13 +155,23 @@ def pending_review_counts(memory_ids=None):
 
 
 def runs_needing_a_look(model, *, failed_statuses, completed_status, started_field):
-    """Runs that ended badly (rolled back, terminated, failed) with no later completed run of the same
-    memory: once a run after it completes, the problem is taken as dealt with."""
+    """Runs that ended badly (rolled back, terminated, failed) that nobody has marked as looked at and
+    that no later completed run of the same memory has settled."""
     from django.db.models import Exists, OuterRef
 
     later_success = model.objects.filter(memory=OuterRef("memory"), status=completed_status,
                                          **{f"{started_field}__gt": OuterRef(started_field)})
-    return model.objects.filter(status__in=failed_statuses).filter(~Exists(later_success))
+    return model.objects.filter(status__in=failed_statuses, looked_at__isnull=True).filter(~Exists(later_success))
+
+
+def run_mark_looked_at(*, run, user, needing_a_look):
+    """Take a run off the review queue once a person has looked at it; nothing in memory changes.
+    `needing_a_look` is the feature's queryset of runs in the queue."""
+    from django.core.exceptions import ValidationError
+    from django.utils import timezone
+
+    if not needing_a_look.filter(pk=run.pk).update(looked_at=timezone.now(), looked_by=user):
+        raise ValidationError("This run is not waiting for anyone to look at it.")
 
 
 def count_per_memory(queryset, memory_ids):

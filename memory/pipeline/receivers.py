@@ -2,22 +2,16 @@
 
 from django.urls import reverse
 
-from memory.review_queue import ReviewItem, count_per_memory, register_review_source, runs_needing_a_look
-
-
-def _runs_needing_a_look():
-    from memory.models import PipelineRun
-
-    return runs_needing_a_look(PipelineRun, failed_statuses=[PipelineRun.Status.FAILED],
-                               completed_status=PipelineRun.Status.COMPLETED, started_field="created_at")
+from memory.pipeline.selectors import runs_needing_a_look
+from memory.review_queue import ReviewItem, count_per_memory, register_review_source
 
 
 def _run_items(memory):
     return [ReviewItem(f"Pipeline run #{run.pk}: failed", reverse("pipeline:run", args=[run.pk]), run.status)
-            for run in _runs_needing_a_look().filter(memory=memory).order_by("-created_at")[:20]]
+            for run in runs_needing_a_look().filter(memory=memory).order_by("-created_at")[:20]]
 
 
 @register_review_source("pipeline-runs", singular="pipeline run to look at", plural="pipeline runs to look at",
                         order=40, list_url=lambda: reverse("pipeline:runs"), items=_run_items)
 def pipeline_runs_needing_a_look(memory_ids):
-    return count_per_memory(_runs_needing_a_look(), memory_ids)
+    return count_per_memory(runs_needing_a_look(), memory_ids)

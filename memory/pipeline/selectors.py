@@ -25,3 +25,12 @@ def run_results(run):
         "reflections": list(PromotionCandidate.objects.filter(memory_id=run.memory_id, evidence__run=run.pk)
                             .order_by("id")),
     }
+
+
+def runs_needing_a_look():
+    """Failed runs waiting in the review queue."""
+    from memory.models import PipelineRun
+    from memory.review_queue import runs_needing_a_look as needing
+
+    return needing(PipelineRun, failed_statuses=[PipelineRun.Status.FAILED],
+                   completed_status=PipelineRun.Status.COMPLETED, started_field="created_at")

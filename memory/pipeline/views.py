@@ -1,6 +1,7 @@
 """Observation pipeline pages: runs (list and start form) and a run's live progress."""
 
 from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -8,11 +9,12 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from memory.models import Interaction, Memory, PipelineRun
-from memory.pipeline.selectors import relevance_histogram, run_results
+from memory.pipeline.selectors import relevance_histogram, run_results, runs_needing_a_look
 from memory.pipeline.services import PipelineError, pipeline_start
+from memory.review_queue import run_mark_looked_at
 from memory.roles import APPROVE, approver_required, viewer_required
 from memory.services import Actor
-from memory.web import run_progress
+from memory.web import decide, run_progress
 
 POLL_SECONDS = 1
 PHASES = (("observer", "Observer"), ("reflector", "Reflector"), ("pruner", "Pruner"))
@@ -86,7 +88,18 @@ def run_detail(request, pk):
                             pk=pk)
     context = _run_context(run)
     context["can_approve"] = request.user.has_perm(APPROVE)
+    context["needs_look"] = (run.status == PipelineRun.Status.FAILED and run.looked_at is None
+                             and runs_needing_a_look().filter(pk=run.pk).exists())
     return run_progress(request, "memory/pipeline/run_detail.html", context, finished=context["finished"])
+
+
+@approver_required
+@require_POST
+def run_looked_at(request, pk):
+    run = get_object_or_404(PipelineRun, pk=pk)
+    return decide(request, lambda: run_mark_looked_at(run=run, user=request.user, needing_a_look=runs_needing_a_look()),
+                  refused=ValidationError, then=reverse("pipeline:run", args=[run.pk]),
+                  done=f"Pipeline run #{run.pk} is marked as looked at and left the review queue.")
 
 
 @approver_required

@@ -10,6 +10,14 @@ from memory.models import Memory, RefinementOperation, RefinementRun
 STATUS_FILTERS = [("", "All")] + list(RefinementRun.Status.choices)
 
 
+def runs_needing_a_look():
+    """Rolled-back (terminated) and failed runs waiting in the review queue."""
+    from memory.review_queue import runs_needing_a_look as needing
+
+    return needing(RefinementRun, failed_statuses=[RefinementRun.Status.TERMINATED, RefinementRun.Status.FAILED],
+                   completed_status=RefinementRun.Status.COMPLETED, started_field="started_at")
+
+
 def runs_for_list(status=""):
     runs = RefinementRun.objects.select_related("memory__persona", "memory__project").order_by("-started_at", "-id")
     if status:

@@ -22,6 +22,7 @@ from memory.refinement.services import (
     refinement_run_revert,
     refinement_threshold_set,
 )
+from memory.review_queue import run_mark_looked_at
 from memory.roles import APPROVE, approver_required, viewer_required
 from memory.services import Actor, RevertError
 from memory.web import decide, run_progress
@@ -57,6 +58,9 @@ def _run_context(request, run):
         "counts": selectors.run_counts(run),
         "can_approve": request.user.has_perm(APPROVE),
         "can_revert": finished and run.status == RefinementRun.Status.COMPLETED and run.batch_id is not None,
+        "needs_look": finished and run.looked_at is None and run.status in (RefinementRun.Status.TERMINATED,
+                                                                             RefinementRun.Status.FAILED)
+                      and selectors.runs_needing_a_look().filter(pk=run.pk).exists(),
         "gauge_width": max(0, min(100, round(run.retention * 100, 1))),
         "ops_width": round(100 * min(run.ops_used, run.op_cap) / (run.op_cap or 1)),
     }
@@ -95,6 +99,16 @@ def run_revert(request, pk):
     return decide(request, lambda: refinement_run_revert(run=run, actor=Actor.for_user(request.user)),
                   refused=RevertError, then=reverse("refinement:run", args=[run.pk]),
                   done=f"Refinement run #{run.pk} was reverted as one change.")
+
+
+@approver_required
+@require_POST
+def run_looked_at(request, pk):
+    run = get_object_or_404(RefinementRun, pk=pk)
+    return decide(request, lambda: run_mark_looked_at(run=run, user=request.user,
+                                                      needing_a_look=selectors.runs_needing_a_look()),
+                  refused=ValidationError, then=reverse("refinement:run", args=[run.pk]),
+                  done=f"Refinement run #{run.pk} is marked as looked at and left the review queue.")
 
 
 # --- the prompt -------------------------------------------------------------------------------

@@ -105,7 +105,7 @@ def test_apply_then_revert_from_the_memory_history(page, login, make_user, scree
 
     # The applied batch links to the memory's history, where the same batch can be reverted.
     page.locator("#history-link").click()
-    page.wait_for_url(f"**/memories/{memory.pk}/history/#batch-{batch_id}")
+    page.wait_for_url(f"**{memory.history_url()}#batch-{batch_id}")
     batch = page.locator(f"#batch-{batch_id}")
     assert "Compaction proposal" in batch.inner_text()
     screenshot("history")

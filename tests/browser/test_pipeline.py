@@ -11,7 +11,7 @@ def test_run_pipeline_from_the_memory_page_on_demo_data(page, login, make_user, 
     memory = Memory.objects.get(persona__name="Noor", project__slug="tidewater-etl")
     make_user("lead", role="approver")
     login("lead")
-    page.goto(f"/memories/{memory.pk}/")
+    page.goto(memory.get_absolute_url())
     page.get_by_test_id("memory-run-pipeline").click()
     expect(page.locator("#pl-interaction")).to_be_visible()
     page.locator("#pl-interaction").select_option(label=page.locator("#pl-interaction option", has_text="schema drift")
@@ -27,7 +27,7 @@ def test_run_pipeline_from_the_memory_page_on_demo_data(page, login, make_user, 
     run.refresh_from_db()
     assert run.observations_added == 4
     screenshot("pipeline-run-done")
-    page.goto(f"/memories/{memory.pk}/?tier=working")
+    page.goto(memory.get_absolute_url() + "?tier=working")
     expect(page.locator('[data-coverage]').first).to_be_visible()
     screenshot("pipeline-coverage-tags")
 

@@ -86,3 +86,30 @@ def test_memory_page_links_every_item(client_for, viewer, memory):
 
 def test_memory_page_without_anything_pending_has_no_panel(client_for, viewer, memory):
     assert "memory-queue-heading" not in client_for(viewer).get(memory.get_absolute_url()).content.decode()
+
+
+def test_an_approver_marks_a_run_as_looked_at_and_it_leaves_the_queue(client_for, approver, viewer, memory):
+    from django.urls import reverse
+
+    rolled_back = _run(memory, RefinementRun.Status.TERMINATED, 10)
+    failed = PipelineRun.objects.create(memory=memory, status=PipelineRun.Status.FAILED, error="engine down")
+    page = client_for(approver).get(reverse("refinement:run", args=[rolled_back.pk])).content.decode()
+    assert "Mark as looked at" in page
+    assert client_for(viewer).post(reverse("refinement:run-looked-at", args=[rolled_back.pk])).status_code == 403
+    client = client_for(approver)
+    response = client.post(reverse("refinement:run-looked-at", args=[rolled_back.pk]))
+    assert response.status_code == 302
+    response = client.post(reverse("pipeline:run-looked-at", args=[failed.pk]), HTTP_HX_REQUEST="true")
+    assert response["HX-Redirect"] == reverse("pipeline:run", args=[failed.pk])
+    counts = counts_by_source()
+    assert counts["refinement-runs"] == {} and counts["pipeline-runs"] == {}
+    rolled_back.refresh_from_db()
+    assert rolled_back.looked_by == approver
+    assert "Looked at by approver" in client.get(reverse("refinement:run", args=[rolled_back.pk])).content.decode()
+    # Twice is refused with a message, and a completed run never needed a look.
+    client.post(reverse("refinement:run-looked-at", args=[rolled_back.pk]))
+    done = _run(memory, RefinementRun.Status.COMPLETED, 1)
+    html = client.post(reverse("refinement:run-looked-at", args=[done.pk]), follow=True).content.decode()
+    assert "not waiting for anyone to look at it" in html
+    done.refresh_from_db()
+    assert done.looked_at is None
