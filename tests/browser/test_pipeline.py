@@ -20,9 +20,13 @@ def test_run_pipeline_from_the_memory_page_on_demo_data(page, login, make_user, 
     page.get_by_test_id("run-pipeline").click()
     run = PipelineRun.objects.order_by("-id").first()
     expect(page).to_have_url(f"{page.url.split('/pipeline/')[0]}/pipeline/runs/{run.pk}/")
-    for phase in ("observer", "reflector", "pruner"):
+    for phase in ("observer", "reflector"):
         expect(page.locator(f'[data-phase="{phase}"]')).to_have_attribute("data-state", "done")
     expect(page.get_by_test_id("run-status")).to_have_text("Completed")
+    # Working memory stays under its budget, so the pruner had nothing to do and says so.
+    expect(page.locator('[data-phase="pruner"]')).to_have_attribute("data-state", "skipped")
+    expect(page.get_by_test_id("pruner-skipped")).to_contain_text("within its token budget")
+    expect(page.locator("#created-obs-h")).to_contain_text("4")
     expect(page.get_by_test_id("histogram")).to_contain_text("critical")
     run.refresh_from_db()
     assert run.observations_added == 4
