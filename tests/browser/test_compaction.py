@@ -169,7 +169,7 @@ def test_lessons_appended_through_the_api_survive_apply_and_revert(page, login, 
 
     page.locator("#history-link").click()
     batch_id = CompactionProposal.objects.get(pk=proposal.pk).apply_batch_id
-    page.wait_for_url(f"**/memories/{memory.pk}/history/#batch-{batch_id}")
+    page.wait_for_url(f"**{memory.history_url()}#batch-{batch_id}")
     compaction_batches = page.locator("[id^=batch-]", has_text="Compaction proposal")
     assert compaction_batches.count() == 1
     assert ChangeBatch.objects.filter(memory=memory, kind="compaction").count() == 1
