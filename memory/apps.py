@@ -15,4 +15,5 @@ class MemoryConfig(AppConfig):
         import memory.pipeline.receivers  # noqa: F401
         import memory.promotions.receivers  # noqa: F401
         import memory.refinement.receivers  # noqa: F401
+        import memory.refs.receivers  # noqa: F401
         import memory.tasks  # noqa: F401

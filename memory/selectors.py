@@ -10,6 +10,7 @@ from django.db.models import Prefetch, Q
 from memory.formats.lines import lesson_line, render_core, render_working, section_header, working_order
 from memory.models import Lesson, LessonRef, LessonStatus, Memory, Relevance, Tier
 from memory.refs import Ref
+from memory.refs.models import NEEDS_REVIEW
 
 CORE_HEADING = "## Core Lessons"
 WORKING_HEADING = "## Working Memory"
@@ -99,7 +100,7 @@ def _first_page(budget):
 # Only what rendering and budgeting read, as light rows (attribute access like a Lesson, no
 # model instances): compiling runs on every agent turn, exporting reads every lesson.
 LESSON_ROW_FIELDS = ("id", "tier", "category", "text", "relevance", "protected", "lesson_date", "section",
-                     "unparsed", "raw_line")
+                     "unparsed", "raw_line", "undated", "section_heading")
 
 
 def lesson_rows_with_refs(queryset):
@@ -111,10 +112,10 @@ def lesson_rows_with_refs(queryset):
     rows = (
         LessonRef.objects.filter(lesson_id__in=[lesson.id for lesson in lessons])
         .order_by("lesson_id", "position", "id")
-        .values_list("lesson_id", "path", "start_line", "end_line")
+        .values_list("lesson_id", "path", "start_line", "end_line", "anchor__status")
     )
-    for lesson_id, path, start, end in rows:
-        refs[lesson_id].append(Ref(path, start, end))
+    for lesson_id, path, start, end, status in rows:
+        refs[lesson_id].append(Ref(path, start, end, stale=status in NEEDS_REVIEW))
     return [(lesson, refs.get(lesson.id, [])) for lesson in lessons]
 
 

@@ -1,7 +1,7 @@
 """Readable addresses of a memory: /memories/<persona name>/<project slug>/, as the agent API names it.
 
-Links are resolved by the current names, so a link pasted into a review before a rename still opens
-the memory when the old name is kept as an alias; the old numeric addresses redirect here.
+Links are resolved by the current names; a link pasted into a review before a rename still opens the
+memory (the former name is kept as an alias and redirects); the old numeric addresses redirect here.
 """
 
 from django.http import Http404
@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 
 from memory.models import Memory
+from personas.models import PersonaAlias
 
 # Each tab of the memory page and its URL name.
 TABS = {"lessons": "memory_detail", "history": "memory_history", "prompt": "prompt_preview"}
@@ -53,11 +54,7 @@ def memory_by_names(persona_name, project_slug):
 
 
 def _by_alias(persona_name, project_slug):
-    """A persona renamed since the link was made, when the product keeps its former names."""
-    try:
-        from personas.models import PersonaAlias  # noqa: PLC0415 (exists once renames keep aliases)
-    except ImportError:
-        return None
+    """A persona renamed since the link was made: its former names are kept as aliases."""
     alias = PersonaAlias.objects.filter(name__iexact=persona_name).first()
     if alias is None:
         return None

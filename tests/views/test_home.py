@@ -87,8 +87,8 @@ def _count(client, django_assert_num_queries, expected):
 
 def test_query_count_does_not_grow_with_lessons(client_for, viewer, django_assert_num_queries, db):
     # session, user, user permissions, group permissions, the review queue (one UNION of pending promotions,
-    # pending compactions, refinement and pipeline runs that need a look; shared by both nav badges and the grid),
-    # personas, projects, memories, lessons, refs, archived count
+    # pending compactions, refinement and pipeline runs that need a look and refs to review; shared by both nav
+    # badges and the grid), personas, projects, memories, lessons, refs, archived count
     client = client_for(viewer)
     _fill(10)
     _count(client, django_assert_num_queries, 11)

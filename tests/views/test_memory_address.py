@@ -46,6 +46,9 @@ def test_links_follow_a_rename(client_for, viewer, named_memory):
     client = client_for(viewer)
     assert client.get(old_numeric)["Location"] == "/memories/Warden/checkout-api/"
     assert client.get("/memories/Warden/checkout-api/").status_code == 200
+    # A readable link made before the rename follows the persona to its new name.
+    moved = client.get("/memories/Sentinel%20Bot/checkout-api/history/?tier=core")
+    assert moved.status_code == 302 and moved["Location"] == "/memories/Warden/checkout-api/history/?tier=core"
 
 
 def test_unknown_names_are_404_with_the_product_page(client_for, viewer, named_memory):

@@ -5,11 +5,12 @@ from memory.lessons.addressing import resolve_memory
 from memory.lessons.selectors import STATUS_CHOICES, budget_state, lesson_queryset
 from memory.models import ALL_CATEGORIES, LessonStatus, Relevance, Tier
 from memory.pipeline.coverage import coverage_counts, coverage_tag
+from memory.refs.selectors import ref_permalink, refs_panel
 from memory.review_queue import memory_queue
 from memory.roles import viewer_required
 
 PAGE_SIZE = 50
-FILTERS = ("tier", "category", "relevance", "status", "q", "path")
+FILTERS = ("tier", "category", "relevance", "status", "q", "path", "refs")
 
 
 def read_filters(params):
@@ -22,6 +23,8 @@ def read_filters(params):
         filters["relevance"] = ""
     if filters["status"] not in dict(STATUS_CHOICES):
         filters["status"] = "active"
+    if filters["refs"] not in ("", "review"):
+        filters["refs"] = ""
     filters["q"] = filters["q"][:200]
     filters["path"] = filters["path"][:500]
     return filters
@@ -32,7 +35,7 @@ def lesson_rows(memory, lessons, budget):
     cut = budget.cut_ids
     rows, previous_in_prompt = [], {}
     for lesson in lessons:
-        refs = [(ref, memory.project.permalink(ref.path, ref.start_line, ref.end_line)) for ref in lesson.refs.all()]
+        refs = [(ref, ref_permalink(memory.project, ref)) for ref in lesson.refs.all()]
         active = lesson.status == LessonStatus.ACTIVE
         in_prompt = active and lesson.pk not in cut
         marker = ""
@@ -92,6 +95,7 @@ def memory_detail(request, **address):
         "relevances": Relevance.choices,
         "statuses": STATUS_CHOICES,
         "query_string": query.urlencode(),
+        "refs_panel": refs_panel(memory),
     }
     if not (request.htmx and request.htmx.target == "lesson-list"):
         context["review_queue"] = memory_queue(memory)
