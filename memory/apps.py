@@ -12,6 +12,7 @@ class MemoryConfig(AppConfig):
         post_migrate.connect(ensure_role_groups, sender=self)
         # Features connect their signal receivers at import time, in web and worker processes alike.
         import memory.compaction.receivers  # noqa: F401
+        import memory.pipeline.receivers  # noqa: F401
         import memory.promotions.receivers  # noqa: F401
         import memory.refinement.receivers  # noqa: F401
         import memory.refs.receivers  # noqa: F401

@@ -1,40 +1,183 @@
-"""How many items wait for a human in each memory, for the home grid.
+"""What waits for a human: the one definition behind the home page, the nav badge and each memory page.
 
-Features that add review items (promotion candidates, compaction proposals, …) register a
-callable returning {memory_id: count}; each should cost one query however many memories exist.
+Each feature that produces review items registers a source: how to count them per memory (one
+query however many memories exist), how to list one memory's items with links, and where the
+feature's own list lives. The queue keeps the sources apart: "2 promotions, 1 compaction" is
+something a team lead can act on, a bare "3" is not.
 
     from memory.review_queue import register_review_source
 
-    @register_review_source("promotions")
+    @register_review_source("promotions", singular="promotion", plural="promotions",
+                            list_url=lambda: reverse("promotions:inbox"), items=candidates_of)
     def pending_promotions(memory_ids):
         return dict(Candidate.objects.filter(...).values_list("memory_id").annotate(n=Count("id")))
 """
 
 from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
 
 _SOURCES = {}
 
 
-def register_review_source(name):
+@dataclass(frozen=True)
+class ReviewSource:
+    key: str
+    counts: Callable  # (memory_ids or None) -> count_per_memory(...) rows, or a {memory_id: n} dict
+    singular: str
+    plural: str
+    list_url: Callable | None = None  # () -> the feature's own list of these items
+    items: Callable | None = None  # (memory) -> [ReviewItem]; the memory page links each one
+    order: int = 100
+
+    def label(self, n):
+        return self.singular if n == 1 else self.plural
+
+
+@dataclass(frozen=True)
+class ReviewItem:
+    text: str
+    url: str
+    status: str = ""
+
+
+@dataclass
+class QueueEntry:
+    source: ReviewSource
+    count: int
+    items: list = field(default_factory=list)
+
+    @property
+    def label(self):
+        return self.source.label(self.count)
+
+    @property
+    def url(self):
+        return self.source.list_url() if self.source.list_url else ""
+
+
+@dataclass
+class Queue:
+    """Counts per source (only sources with something waiting), in the sources' order."""
+
+    entries: list
+
+    @property
+    def total(self):
+        return sum(e.count for e in self.entries)
+
+    def __bool__(self):
+        return bool(self.entries)
+
+    @property
+    def summary(self):
+        return ", ".join(f"{e.count} {e.label}" for e in self.entries)
+
+
+def register_review_source(key, *, singular=None, plural=None, list_url=None, items=None, order=100):
     def decorator(func):
-        _SOURCES[name] = func
+        _SOURCES[key] = ReviewSource(key, func, singular or key, plural or singular or key, list_url, items, order)
         return func
 
     return decorator
 
 
 def review_sources():
-    return dict(_SOURCES)
+    return sorted(_SOURCES.values(), key=lambda s: (s.order, s.key))
+
+
+def counts_by_source(memory_ids=None):
+    """{source key: {memory_id: n}}. memory_ids=None asks about every memory.
+
+    Sources that return a queryset of (memory_id, n) rows (see count_per_memory) are asked in one
+    UNION query, so the badge on every page costs one query however many sources there are.
+    """
+    from django.db.models import CharField, QuerySet, Value
+
+    result, querysets = {}, []
+    for source in review_sources():
+        counts = source.counts(memory_ids)
+        if isinstance(counts, QuerySet):
+            querysets.append(counts.annotate(source=Value(source.key, output_field=CharField()))
+                             .values_list("source", "memory_id", "n"))
+            result[source.key] = {}
+        else:
+            result[source.key] = {m: n for m, n in (counts or {}).items() if n}
+    if querysets:
+        for key, memory_id, n in querysets[0].union(*querysets[1:], all=True):
+            if n:
+                result[key][memory_id] = n
+    return result
+
+
+def queue_for(memory_id, by_source):
+    """The Queue of one memory, from counts_by_source()."""
+    sources = {s.key: s for s in review_sources()}
+    return Queue([QueueEntry(sources[key], per_memory[memory_id])
+                  for key, per_memory in by_source.items() if per_memory.get(memory_id)])
+
+
+def queue_total(by_source):
+    """The Queue of the whole product, from counts_by_source(None)."""
+    sources = {s.key: s for s in review_sources()}
+    return Queue([QueueEntry(sources[key], sum(per_memory.values()))
+                  for key, per_memory in by_source.items() if per_memory])
+
+
+def memory_queue(memory):
+    """One memory's Queue with its items listed and linked (the memory page)."""
+    entries, counts = [], counts_by_source([memory.pk])
+    for source in review_sources():
+        count = counts.get(source.key, {}).get(memory.pk, 0)
+        if count:
+            entries.append(QueueEntry(source, count, list(source.items(memory)) if source.items else []))
+    return Queue(entries)
+
+
+_REQUEST_ATTR = "_nw_review_counts"
+
+
+def request_counts(request):
+    """counts_by_source(None), computed once per request (the nav badge and the home page share it)."""
+    if request is None:
+        return counts_by_source(None)
+    if not hasattr(request, _REQUEST_ATTR):
+        setattr(request, _REQUEST_ATTR, counts_by_source(None))
+    return getattr(request, _REQUEST_ATTR)
 
 
 def pending_review_counts(memory_ids=None):
-    """{memory_id: items waiting for review}, summed over every registered source.
-
-    memory_ids limits the question to those memories (None: all). Memories with nothing pending
-    are absent, so callers use `.get(memory_id, 0)`.
-    """
+    """{memory_id: items waiting for review}, summed over every source; memories with none are absent."""
     total = Counter()
-    for source in _SOURCES.values():
-        for memory_id, count in (source(memory_ids) or {}).items():
-            total[memory_id] += count
+    for per_memory in counts_by_source(memory_ids).values():
+        total.update(per_memory)
     return {memory_id: n for memory_id, n in total.items() if n}
+
+
+def runs_needing_a_look(model, *, failed_statuses, completed_status, started_field):
+    """Runs that ended badly (rolled back, terminated, failed) that nobody has marked as looked at and
+    that no later completed run of the same memory has settled."""
+    from django.db.models import Exists, OuterRef
+
+    later_success = model.objects.filter(memory=OuterRef("memory"), status=completed_status,
+                                         **{f"{started_field}__gt": OuterRef(started_field)})
+    return model.objects.filter(status__in=failed_statuses, looked_at__isnull=True).filter(~Exists(later_success))
+
+
+def run_mark_looked_at(*, run, user, needing_a_look):
+    """Take a run off the review queue once a person has looked at it; nothing in memory changes.
+    `needing_a_look` is the feature's queryset of runs in the queue."""
+    from django.core.exceptions import ValidationError
+    from django.utils import timezone
+
+    if not needing_a_look.filter(pk=run.pk).update(looked_at=timezone.now(), looked_by=user):
+        raise ValidationError("This run is not waiting for anyone to look at it.")
+
+
+def count_per_memory(queryset, memory_ids):
+    """(memory_id, n) rows of a queryset with a memory foreign key: what a source's counts return."""
+    from django.db.models import Count
+
+    if memory_ids is not None:
+        queryset = queryset.filter(memory_id__in=memory_ids)
+    return queryset.order_by().values("memory_id").annotate(n=Count("id")).values_list("memory_id", "n")

@@ -111,6 +111,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "nightwatch.middleware.HtmxLoginRedirectMiddleware",
 ]
 
 ROOT_URLCONF = "nightwatch.urls"

@@ -1,15 +1,23 @@
 """How compaction shows up elsewhere in the product: pending proposals wait for review."""
 
-from django.db.models import Count
+from django.urls import reverse
 
-from memory.review_queue import register_review_source
+from memory.review_queue import count_per_memory, register_review_source
 
 
-@register_review_source("compactions")
+def _pending_proposals(memory):
+    from memory.models import CompactionProposal
+    from memory.review_queue import ReviewItem
+
+    qs = CompactionProposal.objects.filter(memory=memory, status=CompactionProposal.Status.PENDING).order_by("-id")
+    return [ReviewItem(f"Compaction proposal #{p.pk} ({p.get_trigger_display().lower()})",
+                       reverse("compaction-detail", args=[p.pk])) for p in qs[:20]]
+
+
+@register_review_source("compactions", singular="compaction", plural="compactions", order=20,
+                        list_url=lambda: reverse("compaction-list"), items=_pending_proposals)
 def pending_compactions_per_memory(memory_ids):
     from memory.models import CompactionProposal
 
     qs = CompactionProposal.objects.filter(status=CompactionProposal.Status.PENDING)
-    if memory_ids is not None:
-        qs = qs.filter(memory_id__in=memory_ids)
-    return dict(qs.values_list("memory_id").annotate(n=Count("id")).values_list("memory_id", "n"))
+    return count_per_memory(qs, memory_ids)

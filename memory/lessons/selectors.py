@@ -9,7 +9,7 @@ from django.db.models import Prefetch, Q
 from memory.formats.lines import render_core, render_working
 from memory.models import Change, ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, Tier
 from memory.refs.models import NEEDS_REVIEW
-from memory.review_queue import pending_review_counts
+from memory.review_queue import counts_by_source, queue_for
 from memory.selectors import compile_memory
 from personas.models import Persona, Project
 
@@ -62,23 +62,24 @@ class GridCell:
     memory: Memory
     core: TierUsage
     working: TierUsage
-    pending: int
+    queue: object  # review_queue.Queue of this memory
 
 
-def home_grid(*, include_archived=False):
+def home_grid(*, include_archived=False, review_counts=None):
     """Personas (rows) × projects (columns); a cell per existing memory. Query count is constant."""
     personas = list(Persona.objects.all() if include_archived else Persona.objects.not_archived())
     projects = list(Project.objects.all())
     memories = list(Memory.objects.filter(persona__in=personas).select_related("persona", "project"))
     memory_ids = [m.pk for m in memories]
     active = active_by_memory(memory_ids)
-    pending = pending_review_counts(memory_ids)
+    if review_counts is None:
+        review_counts = counts_by_source(memory_ids)
     cells = {}
     for memory in memories:
         core, working = active[memory.pk]
         core_usage, working_usage = tier_usage(memory, core, working)
         cells[(memory.persona_id, memory.project_id)] = GridCell(
-            memory, core_usage, working_usage, pending.get(memory.pk, 0)
+            memory, core_usage, working_usage, queue_for(memory.pk, review_counts)
         )
     # Only projects some listed persona remembers; an empty column is noise.
     used_projects = [p for p in projects if any((persona.pk, p.pk) in cells for persona in personas)]
@@ -142,6 +143,16 @@ def lesson_queryset(memory, *, tier="", category="", relevance="", status="activ
         .prefetch_related(_REFS_CHECKED, Prefetch("derived_from", queryset=Lesson.objects.only("id", "tier", "text")))
         .order_by("tier", "id")  # "core" sorts before "working"
     )
+
+
+def cited_entries(lesson):
+    """The transcript entries a lesson cites, cleaned, in transcript order (empty when none are stored)."""
+    from memory.pipeline.transcripts import transcript_entries
+
+    if not lesson.source_entry_ids or lesson.interaction is None:
+        return []
+    wanted = {str(i) for i in lesson.source_entry_ids}
+    return [e for e in transcript_entries(lesson.interaction.transcript) if e["id"] in wanted]
 
 
 def lesson_with_context(lesson_id):

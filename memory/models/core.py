@@ -53,6 +53,7 @@ class LessonStatus(models.TextChoices):
 
 
 _WS = re.compile(r"\s+")
+_LINES_SUFFIX = re.compile(r"#L(?P<start>\d+)(?:-L?(?P<end>\d+))?$")
 
 
 def normalize_text(text):
@@ -98,6 +99,21 @@ class Memory(models.Model):
     def __str__(self):
         return f"{self.persona} × {self.project}"
 
+    def get_absolute_url(self):
+        from memory.lessons.addressing import memory_path
+
+        return memory_path(self)
+
+    def history_url(self):
+        from memory.lessons.addressing import memory_path
+
+        return memory_path(self, "history")
+
+    def prompt_url(self):
+        from memory.lessons.addressing import memory_path
+
+        return memory_path(self, "prompt")
+
 
 class LessonQuerySet(models.QuerySet):
     def active(self):
@@ -110,8 +126,23 @@ class LessonQuerySet(models.QuerySet):
         return self.filter(tier=Tier.WORKING)
 
     def touching_path(self, path):
-        """Lessons with a ref at `path`, or under it when `path` is a folder (ends with '/')."""
-        path = path.strip().lstrip("./")
+        """Lessons with a ref at `path`, or under it when `path` is a folder (ends with '/').
+
+        A path with lines (`src/app.py#L20`, `src/app.py#L20-L30`) matches the refs to that file whose
+        range covers any of those lines, and refs to the whole file.
+        """
+        path = path.strip()
+        lines = _LINES_SUFFIX.search(path)
+        if lines:
+            path = path[: lines.start()].lstrip("./")
+            first = int(lines["start"])
+            last = max(first, int(lines["end"] or first))
+            covers = (models.Q(refs__start_line__isnull=True)
+                      | models.Q(refs__start_line__lte=last, refs__end_line__gte=first)
+                      | models.Q(refs__start_line__lte=last, refs__start_line__gte=first, refs__end_line__isnull=True))
+            # One filter() call, so the path and the lines are checked on the same ref.
+            return self.filter(models.Q(refs__path=path) & covers).distinct()
+        path = path.lstrip("./")
         if path.endswith("/"):
             return self.filter(refs__path__startswith=path).distinct()
         return self.filter(models.Q(refs__path=path) | models.Q(refs__path__startswith=path + "/")).distinct()

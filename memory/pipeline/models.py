@@ -38,6 +38,9 @@ class PipelineRun(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(default=timezone.now, help_text="Last progress of a running run.")
+    # A person looked at a run that went wrong: it leaves the review queue.
+    looked_at = models.DateTimeField(null=True, blank=True)
+    looked_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -55,9 +55,8 @@ def observer_policy(entries):
         for entry in entries:
             if not substantive(entry):
                 continue
-            role = entry["role"].capitalize()
             text = " ".join(entry["text"].split())
-            observations.append({"timestamp": _entry_stamp(entry), "content": f"{role}: {text}",
+            observations.append({"timestamp": _entry_stamp(entry), "content": text,
                                  "relevance": rule_relevance(text), "sourceEntryIds": [entry["id"]]})
         if not observations:
             return []

@@ -23,6 +23,7 @@ from memory.promotions.services import reflection_propose, reflection_support
 from memory.pipeline.tools import (
     DROP_OBSERVATIONS, RECORD_OBSERVATIONS, RECORD_REFLECTIONS, ObserverTool, PrunerTool, ReflectorTool,
 )
+from memory.refs import refs_in_text
 
 REFLECTOR_MAX_PASSES = 2
 PRUNER_MAX_PASSES = 2
@@ -107,11 +108,15 @@ def observe(ctx):
 def _store_observations(ctx, recorded):
     batch = ctx.batch()
     actor = services.Actor.system("observation pipeline")
+    entry_text = {e["id"]: e["text"] for e in transcript_entries(ctx.run.interaction.transcript)}
     # The run reflects and prunes these itself, so it does not wake the promotion detector or the
     # compaction check (working_lessons_added): they would race the reflector and the pruner.
     for when, content, relevance, source_ids in recorded:
+        # Code the observation or its cited entries name (path#Lx-Ly) becomes the lesson's refs.
+        refs = refs_in_text(content, *(entry_text.get(i, "") for i in source_ids))
         services.lesson_create(
             memory=ctx.memory, tier=Tier.WORKING, category=Category.OBSERVATION, text=content, relevance=relevance,
+            refs=refs,
             lesson_date=timezone.localdate(when), observed_at=when, source_entry_ids=source_ids,
             interaction=ctx.run.interaction, actor=actor, batch=batch, bump=False,
         )

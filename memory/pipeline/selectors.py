@@ -2,7 +2,7 @@
 
 from django.db.models import Count
 
-from memory.models import Lesson, LessonStatus, Relevance, Tier
+from memory.models import Lesson, LessonStatus, PromotionCandidate, Relevance, Tier
 
 
 def relevance_histogram(memory):
@@ -10,3 +10,27 @@ def relevance_histogram(memory):
     counts = dict(Lesson.objects.filter(memory=memory, tier=Tier.WORKING, status=LessonStatus.ACTIVE)
                   .order_by().values_list("relevance").annotate(n=Count("id")))
     return [(r.value, counts.get(r.value, 0)) for r in Relevance]
+
+
+def run_results(run):
+    """What a finished run created: observations, new reflections (pending candidates) and, when the memory
+    sends reflections straight to core, core lessons. Three queries."""
+    lessons = []
+    if run.batch_id:
+        lessons = list(Lesson.objects.filter(changes__batch_id=run.batch_id, changes__action="create")
+                       .prefetch_related("refs").order_by("id").distinct())
+    return {
+        "observations": [l for l in lessons if l.tier == Tier.WORKING],
+        "core": [l for l in lessons if l.tier == Tier.CORE],
+        "reflections": list(PromotionCandidate.objects.filter(memory_id=run.memory_id, evidence__run=run.pk)
+                            .order_by("id")),
+    }
+
+
+def runs_needing_a_look():
+    """Failed runs waiting in the review queue."""
+    from memory.models import PipelineRun
+    from memory.review_queue import runs_needing_a_look as needing
+
+    return needing(PipelineRun, failed_statuses=[PipelineRun.Status.FAILED],
+                   completed_status=PipelineRun.Status.COMPLETED, started_field="created_at")

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from memory.engines.base import Tool, ToolResult
 from memory.models import Relevance, content_hash
+from memory.pipeline.transcripts import without_speaker
 
 TIMESTAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$")
 MAX_OBSERVATION_CHARS = 600
@@ -144,7 +145,7 @@ class ObserverTool:
                 rejected += 1
                 continue
             ids = self.normalize_ids(item.get("sourceEntryIds"))
-            content = single_line(item.get("content"), MAX_OBSERVATION_CHARS)
+            content = single_line(without_speaker(str(item.get("content") or "")), MAX_OBSERVATION_CHARS)
             stamp = str(item.get("timestamp") or "")
             relevance = item.get("relevance")
             if ids is None or not content or relevance not in RELEVANCES or not TIMESTAMP_RE.match(stamp):

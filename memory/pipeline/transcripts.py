@@ -2,7 +2,17 @@
 
 import re
 
+# "User: …", "[Assistant]: …", "assistant @ 10:02: …": how a speaker is named at the start of a line.
+_SPEAKER = re.compile(r"^\s*\[?(?:user|assistant|agent|tool|system|human|ai)\]?(?:\s*@\s*[0-9: -]+)?\s*:\s*", re.I)
 
+
+def without_speaker(text):
+    """An observation is about the work, not a quote: drop a leading "User:" or "Assistant:"."""
+    text = text or ""
+    stripped = _SPEAKER.sub("", text, count=1).strip()
+    if stripped == text.strip() or not stripped:
+        return text
+    return stripped[:1].upper() + stripped[1:]
 
 
 def transcript_entries(raw):

@@ -1,6 +1,7 @@
 """Observation pipeline pages: runs (list and start form) and a run's live progress."""
 
 from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -8,11 +9,12 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from memory.models import Interaction, Memory, PipelineRun
-from memory.pipeline.selectors import relevance_histogram
+from memory.pipeline.selectors import relevance_histogram, run_results, runs_needing_a_look
 from memory.pipeline.services import PipelineError, pipeline_start
+from memory.review_queue import run_mark_looked_at
 from memory.roles import APPROVE, approver_required, viewer_required
 from memory.services import Actor
-from memory.web import run_progress
+from memory.web import decide, run_progress
 
 POLL_SECONDS = 1
 PHASES = (("observer", "Observer"), ("reflector", "Reflector"), ("pruner", "Pruner"))
@@ -37,27 +39,44 @@ def run_list(request):
     return TemplateResponse(request, "memory/pipeline/runs.html", context)
 
 
+def _plural(n, word, words=None):
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
 def _deltas(run):
+    """What the run changed, in words: reflections now (new), merged into, observations left (dropped)."""
     parts = []
     if run.reflections_added:
-        parts.append(f"R {run.starting_reflections + run.reflections_added}(+{run.reflections_added})")
+        parts.append(f"{_plural(run.starting_reflections + run.reflections_added, 'reflection')} "
+                     f"({run.reflections_added} new)")
     if run.reflections_merged:
-        parts.append(f"M {run.reflections_merged}")
+        parts.append(f"{_plural(run.reflections_merged, 'reflection')} given more support")
     if run.observations_dropped:
-        parts.append(f"O {run.starting_observations - run.observations_dropped}(−{run.observations_dropped})")
-    return " ".join(parts)
+        parts.append(f"{_plural(run.starting_observations - run.observations_dropped, 'observation')} left "
+                     f"({run.observations_dropped} dropped)")
+    return " · ".join(parts)
+
+
+def _pruner_skipped(run, finished):
+    """The pruner ran no pass: working memory was within its budget, or a proposal was already waiting."""
+    return finished and run.phase == "pruner" and run.max_passes == 0 and "pruner" in run.completed_phases
 
 
 def _run_context(run):
     finished = run.status != PipelineRun.Status.RUNNING
+    skipped = _pruner_skipped(run, finished)
     phases = []
     for key, label in PHASES:
         state = "done" if key in run.completed_phases else ("current" if key == run.phase and not finished else "todo")
+        if key == "pruner" and skipped:
+            state = "skipped"
         phases.append({"key": key, "label": label, "state": state})
+    created = run_results(run) if finished else {"observations": [], "reflections": [], "core": []}
     histogram = relevance_histogram(run.memory)
     peak = max([n for _, n in histogram] + [1])
     return {
         "run": run, "finished": finished, "poll_seconds": POLL_SECONDS, "phases": phases, "deltas": _deltas(run),
+        "pruner_skipped": skipped, **created, "reflections_total": len(created["reflections"]) + len(created["core"]),
         "histogram": [{"relevance": r, "count": n, "width": round(100 * n / peak)} for r, n in histogram],
     }
 
@@ -69,7 +88,18 @@ def run_detail(request, pk):
                             pk=pk)
     context = _run_context(run)
     context["can_approve"] = request.user.has_perm(APPROVE)
+    context["needs_look"] = (run.status == PipelineRun.Status.FAILED and run.looked_at is None
+                             and runs_needing_a_look().filter(pk=run.pk).exists())
     return run_progress(request, "memory/pipeline/run_detail.html", context, finished=context["finished"])
+
+
+@approver_required
+@require_POST
+def run_looked_at(request, pk):
+    run = get_object_or_404(PipelineRun, pk=pk)
+    return decide(request, lambda: run_mark_looked_at(run=run, user=request.user, needing_a_look=runs_needing_a_look()),
+                  refused=ValidationError, then=reverse("pipeline:run", args=[run.pk]),
+                  done=f"Pipeline run #{run.pk} is marked as looked at and left the review queue.")
 
 
 @approver_required

@@ -1,11 +1,11 @@
 """What the promotion feature does when other parts of the product act."""
 
 from django.db import transaction
-from django.db.models import Count
 from django.dispatch import receiver
+from django.urls import reverse
 
 from memory.services import batch_reverted
-from memory.review_queue import register_review_source
+from memory.review_queue import count_per_memory, register_review_source
 from memory.signals import working_lessons_added
 
 
@@ -23,11 +23,18 @@ def follow_reverted_approval(sender, batch, revert_batch, **kwargs):
     on_batch_reverted(sender, batch=batch, revert_batch=revert_batch)
 
 
-@register_review_source("promotions")
+def _pending_candidates(memory):
+    from memory.models import PromotionCandidate
+    from memory.review_queue import ReviewItem
+
+    qs = PromotionCandidate.objects.filter(memory=memory, status=PromotionCandidate.Status.PENDING).order_by("-id")
+    return [ReviewItem(f"Promote: {c.text[:90]}", reverse("promotions:detail", args=[c.pk])) for c in qs[:20]]
+
+
+@register_review_source("promotions", singular="promotion", plural="promotions", order=10,
+                        list_url=lambda: reverse("promotions:inbox"), items=_pending_candidates)
 def pending_promotions_per_memory(memory_ids):
     from memory.models import PromotionCandidate
 
     qs = PromotionCandidate.objects.filter(status=PromotionCandidate.Status.PENDING)
-    if memory_ids is not None:
-        qs = qs.filter(memory_id__in=memory_ids)
-    return dict(qs.values_list("memory_id").annotate(n=Count("id")).values_list("memory_id", "n"))
+    return count_per_memory(qs, memory_ids)

@@ -53,6 +53,13 @@ class RefinementRun(models.Model):
     prompt_sent = models.TextField(blank=True, help_text="The exact refinement prompt sent.")
     mass_before = models.PositiveIntegerField(default=0)
     mass_after = models.PositiveIntegerField(null=True, blank=True)
+    # What the retention check last counted (retention = mass_counted / mass_before): the lessons kept,
+    # with each consolidation credited for the text of the lessons it merged that it still holds.
+    mass_counted = models.PositiveIntegerField(null=True, blank=True)
+    # A person looked at a run that went wrong: it leaves the review queue.
+    looked_at = models.DateTimeField(null=True, blank=True)
+    looked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="+")
     retention = models.FloatField(default=1.0)
     threshold = models.FloatField(default=0.90)
     op_cap = models.PositiveSmallIntegerField(default=REFINEMENT_OP_CAP)

@@ -9,12 +9,14 @@ from memory.models import REFINEMENT_OP_CAP, Lesson, LessonStatus, Tier
 
 SAFETY_RULES = f"""\
 ## Ground rules (fixed; they apply to every agent)
-- Your only job is to remove duplication. Two lessons are duplicates only when they record the same specific moment, quote, decision or insight. Lessons that are merely similar or on the same topic are not duplicates: leave them alone.
+- Your only job is to remove duplication. Two lessons are duplicates only when they record the same specific fact, decision, failure or fix. Lessons that are merely similar, or about the same file or feature, are not duplicates: leave them alone.
 - You may make at most {REFINEMENT_OP_CAP} changing actions (consolidate, update, delete, protect) in this session. Anything beyond that is refused. Small careful steps over many sessions are the goal, never a single sweep.
 - Lessons marked protected are untouchable: they cannot be consolidated, edited or deleted.
-- Memories about voice, sound or the body, and relationship details (promises, quotes, exact dates, emotional texture) are to be treated as fixed unless two of them are word-for-word duplicates.
+- Exact details are fixed: error messages, commands, configuration values, numbers, versions, file paths and line ranges stay word for word unless another lesson repeats them word for word.
+- Decisions and agreements (what the team or the user chose, asked for or ruled out, with the reason and the date) are fixed in the same way: never combine two decisions because they touch the same area.
+- When you consolidate, the new text must keep everything each of the combined lessons said. Only what the new text keeps counts as retained; a consolidation that drops details counts as deleting them.
 - Deleting is rare. Prefer leaving a lesson as it is. Tightening the wording of a single lesson is allowed when no meaning is lost.
-- If the memory shrinks below the retention threshold, the whole session is undone and stopped.
+- If the memory would keep less than its retention threshold, the whole session is undone and stopped.
 - Finishing with zero changes is a successful session. When in doubt, call `complete` without changing anything."""
 
 DEFAULT_PERSONA_GUIDANCE = """\

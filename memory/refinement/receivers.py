@@ -1,6 +1,22 @@
 """Signal receivers of refinement (connected in MemoryConfig.ready)."""
 
+from django.urls import reverse
+
 from memory.refinement.services import on_batch_reverted
+from memory.refinement.selectors import runs_needing_a_look
+from memory.review_queue import ReviewItem, count_per_memory, register_review_source
 from memory.services import batch_reverted
 
 batch_reverted.connect(on_batch_reverted, dispatch_uid="refinement_run_reverted")
+
+
+def _run_items(memory):
+    return [ReviewItem(f"Refinement run #{run.pk}: {run.get_status_display().lower()}", reverse("refinement:run", args=[run.pk]),
+                       run.status)
+            for run in runs_needing_a_look().filter(memory=memory).order_by("-started_at")[:20]]
+
+
+@register_review_source("refinement-runs", singular="refinement run to look at", plural="refinement runs to look at",
+                        order=30, list_url=lambda: reverse("refinement:runs"), items=_run_items)
+def refinement_runs_needing_a_look(memory_ids):
+    return count_per_memory(runs_needing_a_look(), memory_ids)

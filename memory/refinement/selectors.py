@@ -10,6 +10,14 @@ from memory.models import Memory, RefinementOperation, RefinementRun
 STATUS_FILTERS = [("", "All")] + list(RefinementRun.Status.choices)
 
 
+def runs_needing_a_look():
+    """Rolled-back (terminated) and failed runs waiting in the review queue."""
+    from memory.review_queue import runs_needing_a_look as needing
+
+    return needing(RefinementRun, failed_statuses=[RefinementRun.Status.TERMINATED, RefinementRun.Status.FAILED],
+                   completed_status=RefinementRun.Status.COMPLETED, started_field="started_at")
+
+
 def runs_for_list(status=""):
     runs = RefinementRun.objects.select_related("memory__persona", "memory__project").order_by("-started_at", "-id")
     if status:
@@ -69,6 +77,26 @@ def operation_rows(run):
             pairs.append({"id": prior["id"], "before": prior, "after": None, "diff": None, "is_new": False})
         rows.append({"op": op, "pairs": pairs, "args": json.dumps(op.arguments, ensure_ascii=False)})
     return rows
+
+
+def run_timeline(run):
+    """A finished run step by step, with seconds since it started: start, consent, each operation, end.
+    Shown the same whether the page watched the run or opened after it ended. One query."""
+    def offset(at):
+        return (at - run.started_at).total_seconds() if at and run.started_at else None
+
+    steps = [{"label": "Started", "offset": 0.0, "detail": f"{run.trigger} run, mass {run.mass_before} tokens"}]
+    if run.consent_answer:
+        steps.append({"label": "Consent", "offset": None, "detail": run.consent_answer.strip()[:80]})
+    for op in run.operations.order_by("seq"):
+        detail = op.get_outcome_display()
+        if op.retention_after is not None:
+            detail += f", retention {op.retention_after:.1%}"
+        steps.append({"label": f"#{op.seq} {op.action}", "offset": offset(op.created_at), "detail": detail})
+    if run.finished_at:
+        steps.append({"label": run.get_status_display(), "offset": offset(run.finished_at),
+                      "detail": run.current_action})
+    return steps
 
 
 def run_counts(run):

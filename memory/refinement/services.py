@@ -59,6 +59,23 @@ def refinement_prompt_save(*, persona, text, user, note=""):
     return version
 
 
+MIN_THRESHOLD_PERCENT = 50  # below half, the breaker would let a run delete most of a memory
+
+
+@transaction.atomic
+def refinement_threshold_set(*, persona, percent):
+    """Set the persona's retention threshold from a percentage (50–100); later runs use it."""
+    try:
+        value = float(str(percent).strip().rstrip("%"))
+    except ValueError:
+        raise ValidationError({"threshold": "Give the threshold as a number of percent, e.g. 90."}) from None
+    if not MIN_THRESHOLD_PERCENT <= value <= 100:
+        raise ValidationError({"threshold": f"The threshold must be between {MIN_THRESHOLD_PERCENT}% and 100%."})
+    persona.refinement_threshold = round(value / 100, 4)
+    persona.save(update_fields=["refinement_threshold", "updated_at"])
+    return persona
+
+
 @transaction.atomic
 def refinement_prompt_restore(*, version, user):
     """Restoring an old version saves it again as the newest version."""

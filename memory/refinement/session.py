@@ -13,7 +13,10 @@ How the guarantees hold whatever the model asks:
   later ones are refused with an explicit message and recorded as refused.
 - Protected lessons cannot be consolidated, updated or deleted.
 - After every accepted mutating action the retention check runs on the staged copy:
-  mass = characters / 4 of the active core lessons, retention = mass now / mass before the session.
+  mass = characters / 4 of the active core lessons, retention = mass kept / mass before the session,
+  where a consolidation counts as keeping the share of each merged lesson's words its text still
+  holds (merging two near-identical lessons keeps them; a merge that drops details, or a delete,
+  does not).
   Below the persona's threshold the whole session is discarded at once (nothing was ever written),
   the run is marked terminated, the tool answers "session rolled back, terminated" and every later
   call gets the termination error; `should_stop` ends the engine loop.
@@ -27,6 +30,7 @@ How the guarantees hold whatever the model asks:
 
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
@@ -81,6 +85,17 @@ def mass_of_chars(chars):
     return chars / 4
 
 
+_WORD = re.compile(r"\w+")
+
+
+def kept_share(source, merged):
+    """The share of a lesson's words that a consolidated text still holds (1.0: nothing was lost)."""
+    words = set(_WORD.findall(source.casefold()))
+    if not words:
+        return 1.0
+    return len(words & set(_WORD.findall(merged.casefold()))) / len(words)
+
+
 @dataclass
 class Staged:
     id: object  # int for existing lessons, "new-N" for lessons created in this session
@@ -130,10 +145,23 @@ class RefinementSession:
     def active_chars(self):
         return sum(len(s.text) for s in self.lessons.values() if s.status == LessonStatus.ACTIVE)
 
+    def retained_chars(self):
+        """Characters the session keeps: active lessons as they stand, except that a lesson created by a
+        consolidation counts as the text of the merged lessons it still holds, not as its own length."""
+        merges = [op for op in self.ops if op.action == "consolidate"]
+        created = {op.new_id for op in merges}
+        kept = sum(len(s.text) for s in self.lessons.values()
+                   if s.status == LessonStatus.ACTIVE and s.id not in created)
+        for op in merges:
+            merged_text = self.lessons[op.new_id].text
+            kept += sum(len(self.lessons[i].text) * kept_share(self.lessons[i].text, merged_text)
+                        for i in op.args["ids"])
+        return kept
+
     def retention(self):
         if self.chars_before == 0:
             return 1.0
-        return self.active_chars() / self.chars_before
+        return self.retained_chars() / self.chars_before
 
     @property
     def ops_used(self):
@@ -301,6 +329,7 @@ class RefinementSession:
                   "heartbeat_at": timezone.now()}
         if retention is not None:
             fields["retention"] = retention
+            fields["mass_counted"] = int(mass_of_chars(self.retained_chars()))
         RefinementRun.objects.filter(pk=self.run.pk, status=RefinementRun.Status.RUNNING).update(**fields)
         for key, value in fields.items():
             setattr(self.run, key, value)

@@ -20,7 +20,9 @@ from memory.refinement.services import (
     refinement_prompt_restore,
     refinement_prompt_save,
     refinement_run_revert,
+    refinement_threshold_set,
 )
+from memory.review_queue import run_mark_looked_at
 from memory.roles import APPROVE, approver_required, viewer_required
 from memory.services import Actor, RevertError
 from memory.web import decide, run_progress
@@ -51,10 +53,14 @@ def _run_context(request, run):
     return {
         "run": run, "finished": finished, "poll_seconds": POLL_SECONDS,
         "operations": selectors.operation_rows(run) if finished else [],
+        "timeline": selectors.run_timeline(run) if finished else [],
         "recent": list(run.operations.order_by("-seq")[:5]) if not finished else [],
         "counts": selectors.run_counts(run),
         "can_approve": request.user.has_perm(APPROVE),
         "can_revert": finished and run.status == RefinementRun.Status.COMPLETED and run.batch_id is not None,
+        "needs_look": finished and run.looked_at is None and run.status in (RefinementRun.Status.TERMINATED,
+                                                                             RefinementRun.Status.FAILED)
+                      and selectors.runs_needing_a_look().filter(pk=run.pk).exists(),
         "gauge_width": max(0, min(100, round(run.retention * 100, 1))),
         "ops_width": round(100 * min(run.ops_used, run.op_cap) / (run.op_cap or 1)),
     }
@@ -93,6 +99,16 @@ def run_revert(request, pk):
     return decide(request, lambda: refinement_run_revert(run=run, actor=Actor.for_user(request.user)),
                   refused=RevertError, then=reverse("refinement:run", args=[run.pk]),
                   done=f"Refinement run #{run.pk} was reverted as one change.")
+
+
+@approver_required
+@require_POST
+def run_looked_at(request, pk):
+    run = get_object_or_404(RefinementRun, pk=pk)
+    return decide(request, lambda: run_mark_looked_at(run=run, user=request.user,
+                                                      needing_a_look=selectors.runs_needing_a_look()),
+                  refused=ValidationError, then=reverse("refinement:run", args=[run.pk]),
+                  done=f"Refinement run #{run.pk} is marked as looked at and left the review queue.")
 
 
 # --- the prompt -------------------------------------------------------------------------------
@@ -153,6 +169,20 @@ def prompt_preview(request, persona_pk):
     context = {"persona": persona, "memory": memory, "uses_default": not text.strip(),
                "preview": prompts.build_refinement_prompt(persona, memory, guidance=text)}
     return TemplateResponse(request, "memory/refinement/prompt.html#preview", context)
+
+
+@approver_required
+@require_POST
+def threshold_set(request, persona_pk):
+    persona = get_object_or_404(Persona, pk=persona_pk)
+    try:
+        refinement_threshold_set(persona=persona, percent=request.POST.get("threshold", ""))
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"Runs on {persona.name}'s memories now stop below "
+                                  f"{persona.refinement_threshold:.0%} retention.")
+    return redirect("refinement:prompt", persona_pk=persona.pk)
 
 
 @approver_required

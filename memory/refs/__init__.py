@@ -8,4 +8,5 @@ from memory.refs.parsing import (  # noqa: F401
     format_ref_list,
     parse_ref,
     parse_ref_list,
+    refs_in_text,
 )

@@ -57,5 +57,22 @@ def parse_ref_list(text):
     return [parse_ref(item) for item in items]
 
 
+# A reference named in prose ("see src/auth/login.py#L42-L45"): a path with a file extension and lines.
+_REF_IN_TEXT = re.compile(r"(?<![\w/.-])(?P<ref>(?:[\w.-]+/)*[\w-]+(?:\.[\w-]+)*\.[A-Za-z0-9]+#L\d+(?:-L?\d+)?)")
+
+
+def refs_in_text(*texts):
+    """Distinct, valid references `path#Lx[-Ly]` named anywhere in the texts, in order of appearance."""
+    found = {}
+    for text in texts:
+        for match in _REF_IN_TEXT.finditer(text or ""):
+            try:
+                ref = parse_ref(match["ref"])
+            except ValidationError:
+                continue
+            found.setdefault(ref.as_text(), ref)
+    return [ref.as_text() for ref in found.values()]
+
+
 def format_ref_list(refs):
     return ", ".join(ref.as_text() + (f", {STALE_MARK}" if getattr(ref, "stale", False) else "") for ref in refs)

@@ -1,6 +1,24 @@
 """How ref checking shows up elsewhere in the product: refs that need a decision wait for review."""
 
-from memory.refs.selectors import refs_needing_review_count
-from memory.review_queue import register_review_source
+from django.db.models import Count, F
 
-register_review_source("refs")(refs_needing_review_count)
+from memory.refs.selectors import refs_needing_review_count
+from memory.review_queue import ReviewItem, register_review_source
+
+
+def _refs_to_review(memory):
+    count = refs_needing_review_count([memory.pk]).get(memory.pk, 0)
+    return [ReviewItem(f"{count} ref{'s' if count != 1 else ''} moved, changed or gone: review them in the list",
+                       memory.get_absolute_url() + "?refs=review")] if count else []
+
+
+@register_review_source("refs", singular="ref to review", plural="refs to review", order=50, items=_refs_to_review)
+def refs_needing_review_rows(memory_ids):
+    """The same count as refs_needing_review_count, as (memory_id, n) rows the review queue asks in one UNION."""
+    from memory.models import LessonRef, LessonStatus
+    from memory.refs.models import NEEDS_REVIEW
+
+    refs = LessonRef.objects.filter(lesson__status=LessonStatus.ACTIVE, anchor__status__in=NEEDS_REVIEW)
+    if memory_ids is not None:
+        refs = refs.filter(lesson__memory_id__in=memory_ids)
+    return refs.order_by().values(memory_id=F("lesson__memory_id")).annotate(n=Count("id")).values_list("memory_id", "n")

@@ -7,7 +7,6 @@ with a message, so every action also works without JS.
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import get_object_or_404, redirect
-from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
@@ -20,7 +19,8 @@ from memory.web import actor_for, error_messages, reason_from, safe_next
 
 
 def _back_to_memory(request, memory_id):
-    return redirect(safe_next(request, reverse("memory_detail", args=[memory_id])))
+    memory = Memory.objects.select_related("persona", "project").get(pk=memory_id)
+    return redirect(safe_next(request, memory.get_absolute_url()))
 
 
 @require_POST

@@ -7,24 +7,17 @@ from memory.roles import VIEW
 
 register = template.Library()
 
-_CACHE_ATTR = "_nw_pending_promotions"
-
-
 @register.simple_tag(takes_context=True)
 def pending_promotions(context):
-    """How many candidates wait for a decision (one COUNT per request, None for users who cannot see them)."""
+    """How many candidates wait for a decision (None for users who cannot see them), from the review
+    queue's counts: the Promotions badge, the Memories badge and the home page cannot disagree."""
     request = context.get("request")
     user = getattr(request, "user", None) or context.get("user")
     if user is None or not user.is_authenticated or not user.has_perm(VIEW):
         return None
-    if request is not None and hasattr(request, _CACHE_ATTR):
-        return getattr(request, _CACHE_ATTR)
-    from memory.promotions.selectors import pending_count
+    from memory.review_queue import request_counts
 
-    count = pending_count()
-    if request is not None:
-        setattr(request, _CACHE_ATTR, count)
-    return count
+    return sum(request_counts(request).get("promotions", {}).values())
 
 
 @register.simple_tag

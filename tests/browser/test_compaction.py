@@ -105,7 +105,7 @@ def test_apply_then_revert_from_the_memory_history(page, login, make_user, scree
 
     # The applied batch links to the memory's history, where the same batch can be reverted.
     page.locator("#history-link").click()
-    page.wait_for_url(f"**/memories/{memory.pk}/history/#batch-{batch_id}")
+    page.wait_for_url(f"**{memory.history_url()}#batch-{batch_id}")
     batch = page.locator(f"#batch-{batch_id}")
     assert "Compaction proposal" in batch.inner_text()
     screenshot("history")
@@ -169,7 +169,7 @@ def test_lessons_appended_through_the_api_survive_apply_and_revert(page, login, 
 
     page.locator("#history-link").click()
     batch_id = CompactionProposal.objects.get(pk=proposal.pk).apply_batch_id
-    page.wait_for_url(f"**/memories/{memory.pk}/history/#batch-{batch_id}")
+    page.wait_for_url(f"**{memory.history_url()}#batch-{batch_id}")
     compaction_batches = page.locator("[id^=batch-]", has_text="Compaction proposal")
     assert compaction_batches.count() == 1
     assert ChangeBatch.objects.filter(memory=memory, kind="compaction").count() == 1

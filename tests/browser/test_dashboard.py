@@ -18,7 +18,7 @@ def _lesson(memory, text_start):
 def test_home_grid_and_memory_page(page, login, make_user, screenshot):
     memory = seed()
     make_user("lead", role="viewer")
-    page.goto(f"/memories/{memory.pk}/")  # anonymous: sent to the login form
+    page.goto(memory.get_absolute_url())  # anonymous: sent to the login form
     expect(page).to_have_url(re.compile(r"/accounts/login/\?next="))
     screenshot("login")
     login("lead")
@@ -28,7 +28,7 @@ def test_home_grid_and_memory_page(page, login, make_user, screenshot):
     screenshot("home")
     page.get_by_role("link", name="Show 1 archived persona").click()
     expect(page.locator("tbody tr")).to_have_count(4)
-    page.goto(f"/memories/{memory.pk}/")
+    page.goto(memory.get_absolute_url())
     expect(page.locator(".tier-heading").first).to_contain_text("Core Lessons")
     expect(page.locator(".budget-marker")).to_have_count(1)
     # A viewer sees no curation buttons.
@@ -46,7 +46,7 @@ def test_filter_by_category_and_path(page, login, make_user, screenshot):
     memory = seed()
     make_user("lead", role="viewer")
     login("lead")
-    page.goto(f"/memories/{memory.pk}/")
+    page.goto(memory.get_absolute_url())
     expect(page.locator("article.lesson")).to_have_count(10)
     page.select_option("#f-category", "DECISION")  # htmx swaps the list on change
     expect(page.locator("article.lesson")).to_have_count(2)
@@ -64,7 +64,7 @@ def test_edit_a_lesson_inline(page, login, make_user, screenshot):
     memory = seed()
     make_user("cur", role="curator")
     login("cur")
-    page.goto(f"/memories/{memory.pk}/")
+    page.goto(memory.get_absolute_url())
     lesson = _lesson(memory, "The retry decorator")
     row = page.locator(f"#lesson-{lesson.pk}")
     row.get_by_role("link", name="Edit").click()
@@ -105,7 +105,7 @@ def test_delete_and_restore(page, login, make_user, screenshot):
     memory = seed()
     make_user("cur", role="curator")
     login("cur")
-    page.goto(f"/memories/{memory.pk}/")
+    page.goto(memory.get_absolute_url())
     lesson = _lesson(memory, "Add an index")
     row = page.locator(f"#lesson-{lesson.pk}")
     row.locator("input[name=reason]").fill("done in PR #900")
@@ -122,7 +122,7 @@ def test_delete_and_restore(page, login, make_user, screenshot):
     # The deleted filter finds it again after another delete.
     row.get_by_role("button", name="Delete").click()
     expect(row.locator(".badge-status-deleted")).to_be_visible()
-    page.goto(f"/memories/{memory.pk}/?status=deleted")
+    page.goto(memory.get_absolute_url() + "?status=deleted")
     expect(page.locator("article.lesson")).to_have_count(1)
 
 
@@ -131,7 +131,7 @@ def test_revert_a_change_and_a_batch(page, login, make_user, screenshot):
     make_user("cur", role="curator")
     login("cur")
     lesson = _lesson(memory, "Use UTC everywhere")
-    page.goto(f"/memories/{memory.pk}/")
+    page.goto(memory.get_absolute_url())
     row = page.locator(f"#lesson-{lesson.pk}")
     row.get_by_role("link", name="Edit").click()
     page.locator(f"#lesson-{lesson.pk} textarea[name=text]").fill("Use local time in the API.")
@@ -148,7 +148,7 @@ def test_revert_a_change_and_a_batch(page, login, make_user, screenshot):
     other = _lesson(memory, "Flaky checkout test")
     services.lesson_update(lesson=other, actor=services.Actor.for_user(User.objects.get(username="cur")),
                            text="Flaky checkout test: the ledger stub is not reset between tests.")
-    page.goto(f"/memories/{memory.pk}/history/")
+    page.goto(memory.history_url())
     batch = page.locator(".batch", has_text="reflection after PR #812")
     batch.get_by_role("button", name="Revert the whole batch").click()
     expect(page.locator("#flash .alert-error")).to_contain_text("changed again after this")

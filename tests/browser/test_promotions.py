@@ -61,7 +61,7 @@ def test_edit_then_approve_in_the_inbox(page, login, make_user, screenshot):
     screenshot("detail")
 
     # The memory page lists the new lesson under Core Lessons; the nav badge there shows one left.
-    page.goto(f"/memories/{memory.pk}/")
+    page.goto(memory.get_absolute_url())
     core_section = page.locator("section.tier-core")
     assert core_section.locator("h2").inner_text().startswith("Core Lessons")
     assert edited in core_section.inner_text()

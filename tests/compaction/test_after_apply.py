@@ -50,5 +50,5 @@ def test_compacted_date_follows_reverts(memory, proposal, actor, lessons):
 def test_summary_shows_the_date_of_the_compaction_still_in_force(client_for, approver, memory, proposal, actor):
     compaction_apply(proposal=proposal, actor=actor)
     compaction_revert(proposal=proposal, actor=actor)
-    html = client_for(approver).get(reverse("memory_detail", args=[memory.pk])).content.decode()
+    html = client_for(approver).get(memory.get_absolute_url()).content.decode()
     assert "<dt>Compacted</dt><dd>never</dd>" in html

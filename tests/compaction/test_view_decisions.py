@@ -71,9 +71,9 @@ def test_applied_batch_links_to_the_memory_history_and_reverts_from_there(client
     before = memory_state(memory)
     client.post(reverse("compaction-apply", args=[proposal.pk]))
     proposal.refresh_from_db()
-    link = f'{reverse("memory_history", args=[memory.pk])}#batch-{proposal.apply_batch_id}'
+    link = f'{memory.history_url()}#batch-{proposal.apply_batch_id}'
     assert f'href="{link}"' in client.get(reverse("compaction-detail", args=[proposal.pk])).content.decode()
-    history = client.get(reverse("memory_history", args=[memory.pk])).content.decode()
+    history = client.get(memory.history_url()).content.decode()
     assert f'id="batch-{proposal.apply_batch_id}"' in history
     assert reverse("batch_revert", args=[proposal.apply_batch_id]) in history
 

@@ -36,6 +36,6 @@ def test_tags_follow_the_number_of_citations(memory, django_assert_num_queries):
 def test_memory_page_shows_the_tag_on_working_rows(client_for, viewer, memory):
     lesson = make_lesson(memory, "Deploys go out on Fridays.")
     make_lesson(memory, "Friday deploys", tier="core", category="PATTERN", derived_from=[lesson])
-    page = client_for(viewer).get(reverse("memory_detail", args=[memory.pk]))
+    page = client_for(viewer).get(memory.get_absolute_url())
     html = page.content.decode()
     assert 'data-coverage="cited"' in html and html.count("data-coverage=") == 1

@@ -112,7 +112,7 @@ def test_offline_run_goes_through_the_same_handlers(memory):
     assert run.engine == "offline"
     texts = list(Lesson.objects.filter(memory=memory, tier="working").values_list("text", "relevance"))
     assert len(texts) == 3  # "ok" is not substantive
-    assert ("User: Never push directly to the main branch.", "critical") in texts
+    assert ("Never push directly to the main branch.", "critical") in texts  # no speaker prefix
     assert PromotionCandidate.objects.filter(memory=memory, status="pending").count() == 1
     proposal = CompactionProposal.objects.get(pk=run.proposal_id)
     assert proposal.validation_errors == []

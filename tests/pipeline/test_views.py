@@ -60,7 +60,7 @@ def test_progress_polls_while_running_and_stops_when_done(client_for, viewer, me
     client = client_for(viewer)
     page = client.get(reverse("pipeline:run", args=[run.pk]))
     html = page.content.decode()
-    assert 'hx-trigger="every 1s"' in html and "pass 1 of 2" in html and "R 3(+2)" in html
+    assert 'hx-trigger="every 1s"' in html and "pass 1 of 2" in html and "3 reflections (2 new)" in html
     assert 'data-phase="observer" data-state="done"' in html and 'data-phase="reflector" data-state="current"' in html
     partial = client.get(reverse("pipeline:run", args=[run.pk]), HTTP_HX_REQUEST="true")
     assert partial.status_code == 200 and b"<html" not in partial.content

@@ -31,7 +31,7 @@ def ref_of(lesson):
 
 
 def test_the_memory_page_marks_moved_and_stale_refs(client_for, viewer, checked_memory, drifted):
-    page = client_for(viewer).get(reverse("memory_detail", args=[checked_memory.pk])).content.decode()
+    page = client_for(viewer).get(checked_memory.get_absolute_url()).content.decode()
 
     assert "2 refs need review" in page
     assert "moved → src/auth/middleware.py#L12-L14" in page
@@ -42,7 +42,7 @@ def test_the_memory_page_marks_moved_and_stale_refs(client_for, viewer, checked_
 
 def test_refs_need_review_filter(client_for, viewer, checked_memory, drifted):
     client = client_for(viewer)
-    page = client.get(reverse("memory_detail", args=[checked_memory.pk]), {"refs": "review"}).content.decode()
+    page = client.get(checked_memory.get_absolute_url(), {"refs": "review"}).content.decode()
 
     assert "Auth step ten" in page and "Invoice step four" in page
     assert "Invoice step thirty" not in page
@@ -51,7 +51,7 @@ def test_refs_need_review_filter(client_for, viewer, checked_memory, drifted):
 
 def test_a_ref_links_to_the_commit_it_was_verified_at(client_for, viewer, checked_memory, drifted, repo):
     anchor = ref_of(drifted["changed"]).anchor
-    page = client_for(viewer).get(reverse("memory_detail", args=[checked_memory.pk])).content.decode()
+    page = client_for(viewer).get(checked_memory.get_absolute_url()).content.decode()
 
     assert f"https://github.com/example/app/blob/{anchor.commit}/src/billing/invoice.py#L4" in page
     assert anchor.commit != repo.head()
@@ -72,7 +72,7 @@ def test_accept_without_js_redirects_back_with_a_message(client_for, curator, ch
     ref = ref_of(drifted["moved"])
     response = client_for(curator).post(reverse("ref_accept", args=[ref.pk]), follow=True)
 
-    assert response.redirect_chain[-1][0].startswith(reverse("memory_detail", args=[checked_memory.pk]))
+    assert response.redirect_chain[-1][0].startswith(checked_memory.get_absolute_url())
     assert "Moved ref accepted" in response.content.decode()
 
 

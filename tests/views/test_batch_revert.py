@@ -45,7 +45,7 @@ def test_full_page_revert_of_a_whole_batch(client_for, curator, memory):
 def test_htmx_revert(client_for, curator, memory):
     batch, _ = _job_batch(memory)
     response = client_for(curator).post(url(batch), HTTP_HX_REQUEST="true")
-    assert response["HX-Redirect"] == f"/memories/{memory.pk}/history/"
+    assert response["HX-Redirect"] == memory.history_url()
 
 
 def test_blocked_revert_shows_message_and_changes_nothing(client_for, curator, memory):

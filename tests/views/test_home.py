@@ -29,9 +29,9 @@ def test_grid_shows_counts_budgets_and_dates(client_for, viewer, memory):
     assert memory.persona.name in html and memory.project.name in html
     assert "<strong>1</strong> core" in html
     assert "<strong>2</strong> working" in html
-    assert f"/memories/{memory.pk}/" in html
+    assert memory.get_absolute_url() in html
     assert "Mar 4" in html
-    assert "0 to review" in html
+    assert "Nothing to review" in html and "Nothing waits for review" in html
 
 
 def test_over_budget_tier_is_marked(client_for, viewer, memory):
@@ -50,17 +50,17 @@ def test_archived_personas_hidden_behind_toggle(client_for, viewer, project):
     assert live.persona.name in html and "Old Reviewer" not in html
     assert "Show 1 archived persona" in html
     html = client.get(URL + "?archived=1").content.decode()
-    assert "Old Reviewer" in html and f"/memories/{archived.pk}/" in html
+    assert "Old Reviewer" in html and archived.get_absolute_url() in html
 
 
 def test_review_counts_come_from_registered_sources(client_for, viewer, memory):
-    @register_review_source("test-source")
+    @register_review_source("test-source", singular="test item", plural="test items")
     def source(memory_ids):
         return {memory.pk: 2}
 
     try:
         assert pending_review_counts([memory.pk]) == {memory.pk: 2}
-        assert "2 to review" in client_for(viewer).get(URL).content.decode()
+        assert "2 test items" in client_for(viewer).get(URL).content.decode()
     finally:
         _SOURCES.pop("test-source")
 
@@ -86,11 +86,11 @@ def _count(client, django_assert_num_queries, expected):
 
 
 def test_query_count_does_not_grow_with_lessons(client_for, viewer, django_assert_num_queries, db):
-    # session, user, user permissions, group permissions, personas, projects, memories, lessons, refs, archived count,
-    # pending promotions, pending compactions and refs needing review (the "to review" counts), pending
-    # promotions (nav badge)
+    # session, user, user permissions, group permissions, the review queue (one UNION of pending promotions,
+    # pending compactions, refinement and pipeline runs that need a look and refs to review; shared by both nav
+    # badges and the grid), personas, projects, memories, lessons, refs, archived count
     client = client_for(viewer)
     _fill(10)
-    _count(client, django_assert_num_queries, 14)
+    _count(client, django_assert_num_queries, 11)
     _fill(250)  # 4 more memories with 250 lessons each: 1,000 more lessons
-    _count(client, django_assert_num_queries, 14)
+    _count(client, django_assert_num_queries, 11)

@@ -35,13 +35,13 @@ def test_htmx_delete_is_soft_and_offers_restore(client_for, curator, lesson):
 
 
 def test_full_page_delete_redirects_back(client_for, curator, lesson):
-    response = client_for(curator).post(url(lesson), {"next": f"/memories/{lesson.memory_id}/?tier=core"})
-    assert response.status_code == 302 and response["Location"] == f"/memories/{lesson.memory_id}/?tier=core"
+    response = client_for(curator).post(url(lesson), {"next": lesson.memory.get_absolute_url() + "?tier=core"})
+    assert response.status_code == 302 and response["Location"] == lesson.memory.get_absolute_url() + "?tier=core"
 
 
 def test_offsite_next_is_ignored(client_for, curator, lesson):
     response = client_for(curator).post(url(lesson), {"next": "https://evil.example/"})
-    assert response["Location"].startswith(f"/memories/{lesson.memory_id}/")
+    assert response["Location"].startswith(lesson.memory.get_absolute_url())
 
 
 def test_protected_lesson_refuses_with_message(client_for, curator, lesson):

@@ -54,7 +54,7 @@ def test_htmx_post_saves_through_services_and_returns_row(client_for, curator, l
 def test_full_page_post_redirects_back(client_for, curator, lesson):
     response = client_for(curator).post(url(lesson), post_data())
     assert response.status_code == 302
-    assert response["Location"] == f"/memories/{lesson.memory_id}/#lesson-{lesson.pk}"
+    assert response["Location"] == lesson.memory.get_absolute_url() + f"#lesson-{lesson.pk}"
 
 
 def test_bad_input_shows_errors_and_changes_nothing(client_for, curator, lesson):
@@ -71,3 +71,28 @@ def test_bad_input_shows_errors_and_changes_nothing(client_for, curator, lesson)
     assert "single line" in response.content.decode()
     lesson.refresh_from_db()
     assert lesson.text == before and Change.objects.filter(lesson=lesson).count() == 1
+
+
+def test_row_after_an_inline_edit_keeps_its_coverage_chip(client_for, curator, memory):
+    from tests.factories import make_lesson
+
+    observation = make_lesson(memory, "Retry decorator swallows TimeoutError", refs="src/common/retry.py#L5-L22")
+    page = client_for(curator).get(memory.get_absolute_url()).content.decode()
+    assert 'data-coverage="uncited"' in page
+    html = client_for(curator).post(url(observation), post_data(category="OBSERVATION"), HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-coverage="uncited"' in html
+
+
+def test_a_deleted_lesson_offers_no_edit_and_cannot_be_edited(client_for, curator, lesson, user_actor):
+    from memory import services
+
+    services.lesson_delete(lesson=lesson, actor=user_actor)
+    client = client_for(curator)
+    row = client.get(f"/lessons/{lesson.pk}/", HTTP_HX_REQUEST="true").content.decode()
+    assert ">Edit<" not in row and ">Restore<" in row
+    html = client.post(url(lesson), post_data(), HTTP_HX_REQUEST="true").content.decode()
+    assert "restore it before editing it" in html
+    lesson.refresh_from_db()
+    assert lesson.status == "deleted" and lesson.text.startswith("Always check")
+    response = client.get(url(lesson))
+    assert response.status_code == 302

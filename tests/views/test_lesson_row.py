@@ -14,7 +14,7 @@ def test_htmx_returns_the_row(client_for, viewer, lesson):
 def test_full_page_redirects_to_the_memory(client_for, viewer, lesson):
     response = client_for(viewer).get(f"/lessons/{lesson.pk}/")
     assert response.status_code == 302
-    assert response["Location"] == f"/memories/{lesson.memory_id}/#lesson-{lesson.pk}"
+    assert response["Location"] == lesson.memory.get_absolute_url() + f"#lesson-{lesson.pk}"
 
 
 def test_htmx_row_returns_to_the_page_the_browser_is_on(client_for, curator, lesson):
@@ -22,4 +22,4 @@ def test_htmx_row_returns_to_the_page_the_browser_is_on(client_for, curator, les
     html = client_for(curator).get(f"/lessons/{lesson.pk}/", HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL=page).content.decode()
     assert f'value="{page.replace("&", "&amp;")}#lesson-{lesson.pk}"' in html
     html = client_for(curator).get(f"/lessons/{lesson.pk}/", HTTP_HX_REQUEST="true").content.decode()
-    assert f'value="/memories/{lesson.memory_id}/#lesson-{lesson.pk}"' in html
+    assert f'value="{lesson.memory.get_absolute_url()}#lesson-{lesson.pk}"' in html

@@ -6,7 +6,7 @@ from tests.views.conftest import assert_login_redirect
 
 
 def url(memory, query=""):
-    return f"/memories/{memory.pk}/" + (f"?{query}" if query else "")
+    return memory.get_absolute_url() + (f"?{query}" if query else "")
 
 
 def lesson_ids(html):
@@ -128,14 +128,15 @@ def test_query_count_does_not_grow_with_lessons(client_for, viewer, memory, djan
     # their derived_from; compile_memory: core + refs, working + refs; usage: lessons + refs
     client = client_for(viewer)
     _fill(memory, 10)
-    # … plus the nav badge count, must-keep lessons + their refs, coverage (2), the refs panel (2)
-    with django_assert_num_queries(22):
+    # … plus the review queue of the nav badges, the memory's own review queue, must-keep lessons + their refs,
+    # coverage (2), the refs panel (2)
+    with django_assert_num_queries(23):
         assert client.get(url(memory, "path=src/")).status_code == 200
     _fill(memory, 990, start=10)
-    with django_assert_num_queries(20):  # this first page holds core lessons only: no coverage queries
+    with django_assert_num_queries(21):  # this first page holds core lessons only: no coverage queries
         assert client.get(url(memory, "path=src/")).status_code == 200
     # Budget state is cached per memory version: an unchanged memory skips those six queries.
-    with django_assert_num_queries(12):
+    with django_assert_num_queries(13):
         assert client.get(url(memory)).status_code == 200
 
 
@@ -146,3 +147,22 @@ def test_budget_state_follows_changes(client_for, curator, memory):
     assert '<span class="stat-num">1</span><span class="stat-label">core lessons' in client.get(url(memory)).content.decode()
     services.lesson_delete(lesson=lesson, actor=SYSTEM)
     assert '<span class="stat-num">0</span><span class="stat-label">core lessons' in client.get(url(memory)).content.decode()
+
+
+def test_a_path_with_lines_matches_the_lessons_whose_ranges_contain_them(client_for, viewer, memory):
+    covering = make_lesson(memory, "Token check", refs="src/plugins/auth.ts#L10-L30")
+    single = make_lesson(memory, "Exact line", refs="src/plugins/auth.ts#L20")
+    whole_file = make_lesson(memory, "About the whole file", refs="src/plugins/auth.ts")
+    make_lesson(memory, "Below the line", refs="src/plugins/auth.ts#L40-L60")
+    make_lesson(memory, "Line 20 of another file", refs="src/plugins/other.ts#L1-L99")
+    make_lesson(memory, "Two refs, the right file away from line 20",
+                refs="src/plugins/auth.ts#L90, src/plugins/other.ts#L20")
+    client = client_for(viewer)
+    found = lesson_ids(client.get(url(memory, "path=src/plugins/auth.ts%23L20")).content.decode())
+    assert sorted(found) == sorted([covering.pk, single.pk, whole_file.pk])
+    # A range matches every lesson it overlaps.
+    found = set(lesson_ids(client.get(url(memory, "path=src/plugins/auth.ts%23L25-L45")).content.decode()))
+    below = memory.lessons.get(text="Below the line")
+    assert found == {covering.pk, whole_file.pk, below.pk}
+    # Without lines the filter is the file itself, as before.
+    assert len(lesson_ids(client.get(url(memory, "path=src/plugins/auth.ts")).content.decode())) == 5

@@ -5,7 +5,7 @@ from tests.views.conftest import assert_login_redirect
 
 
 def url(memory):
-    return f"/memories/{memory.pk}/history/"
+    return memory.history_url()
 
 
 def test_anonymous_goes_to_login(client, memory):

@@ -4,7 +4,7 @@ from tests.views.conftest import assert_login_redirect
 
 
 def url(memory):
-    return f"/memories/{memory.pk}/prompt/"
+    return memory.prompt_url()
 
 
 def test_anonymous_goes_to_login(client, memory):

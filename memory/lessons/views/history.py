@@ -10,9 +10,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from memory.lessons.addressing import resolve_memory
 from memory import services
-from memory.lessons.selectors import lesson_changes, lesson_with_context, memory_batches
-from memory.models import Change, ChangeBatch, Lesson, Memory
+from memory.lessons.selectors import cited_entries, lesson_changes, lesson_with_context, memory_batches
+from memory.models import Change, ChangeBatch, Lesson
 from memory.rendering import snapshot_diff
 from memory.roles import curator_required, viewer_required
 from memory.services import RevertError
@@ -27,8 +28,10 @@ def _entry(change):
 
 
 @viewer_required
-def memory_history(request, memory_id):
-    memory = get_object_or_404(Memory.objects.select_related("persona", "project"), pk=memory_id)
+def memory_history(request, **address):
+    memory, moved = resolve_memory(request, "history", **address)
+    if moved:
+        return moved
     page = Paginator(memory_batches(memory), BATCHES_PER_PAGE).get_page(request.GET.get("page"))
     batches = [{"batch": b, "entries": [_entry(c) for c in b.changes.all()]} for b in page.object_list]
     context = {"memory": memory, "page": page, "batches": batches}
@@ -43,6 +46,7 @@ def lesson_history(request, lesson_id):
     project = lesson.memory.project
     refs = [(ref, project.permalink(ref.path, ref.start_line, ref.end_line)) for ref in lesson.refs.all()]
     context = {"lesson": lesson, "memory": lesson.memory, "page": page, "refs": refs,
+               "source_entries": cited_entries(lesson),
                "entries": [_entry(c) for c in page.object_list]}
     template = "memory/lessons/lesson_history.html" + ("#history-list" if request.htmx else "")
     return TemplateResponse(request, template, context)
@@ -98,8 +102,8 @@ def change_revert(request, change_id):
 @require_POST
 @curator_required
 def batch_revert(request, batch_id):
-    batch = get_object_or_404(ChangeBatch, pk=batch_id)
-    default = reverse("memory_history", args=[batch.memory_id])
+    batch = get_object_or_404(ChangeBatch.objects.select_related("memory__persona", "memory__project"), pk=batch_id)
+    default = batch.memory.history_url()
     try:
         revert = services.batch_revert(batch=batch, actor=actor_for(request), reason=reason_from(request))
     except RevertError as exc:

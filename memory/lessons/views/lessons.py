@@ -9,17 +9,16 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
-from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from memory import services
 from memory.lessons.selectors import budget_state, lesson_with_context
-from memory.models import ALL_CATEGORIES, CORE_CATEGORIES, Category, Lesson, Relevance, Tier
+from memory.models import ALL_CATEGORIES, CORE_CATEGORIES, Category, Lesson, LessonStatus, Relevance, Tier
 from memory.refs import format_ref_list
 from memory.roles import curator_required, viewer_required
 from memory.services import MAX_LESSON_CHARS
 from memory.web import actor_for, error_messages, reason_from, safe_next
-from memory.lessons.views.memory_page import lesson_rows
+from memory.lessons.views.memory_page import add_coverage, lesson_rows
 
 
 class LessonEditForm(forms.Form):
@@ -58,6 +57,7 @@ def _row_context(lesson, error=""):
     lesson = lesson_with_context(lesson.pk)
     budget = budget_state(lesson.memory)
     row = lesson_rows(lesson.memory, [lesson], budget)[0]
+    add_coverage(lesson.memory, [row])  # the same chips as on the page the row returns to
     return {"row": row, "memory": lesson.memory, "error": error, "budget": budget}
 
 
@@ -71,7 +71,7 @@ def _row_response(request, lesson, error="", changed=False):
 
 
 def _back(request, lesson):
-    return redirect(safe_next(request, reverse("memory_detail", args=[lesson.memory_id]) + f"#lesson-{lesson.pk}"))
+    return redirect(safe_next(request, lesson.memory.get_absolute_url() + f"#lesson-{lesson.pk}"))
 
 
 @viewer_required
@@ -86,6 +86,12 @@ def lesson_row(request, lesson_id):
 @curator_required
 def lesson_edit(request, lesson_id):
     lesson = get_object_or_404(Lesson.objects.select_related("memory__persona", "memory__project"), pk=lesson_id)
+    if lesson.status != LessonStatus.ACTIVE:
+        error = f"This lesson is {lesson.get_status_display().lower()}: restore it before editing it."
+        if request.htmx:
+            return _row_response(request, lesson, error=error)
+        messages.error(request, error)
+        return _back(request, lesson)
     if request.method == "POST":
         form = LessonEditForm(request.POST, lesson=lesson)
         if form.is_valid():
@@ -105,7 +111,7 @@ def lesson_edit(request, lesson_id):
     else:
         form = LessonEditForm.for_lesson(lesson)
     context = {"form": form, "lesson": lesson, "memory": lesson.memory,
-               "next": safe_next(request, reverse("memory_detail", args=[lesson.memory_id]))}
+               "next": safe_next(request, lesson.memory.get_absolute_url())}
     template = "memory/lessons/lesson_edit.html" + ("#edit-form" if request.htmx else "")
     # htmx only swaps 2xx responses, so the form with its errors comes back as 200 there.
     status = 400 if form.errors and not request.htmx else 200

@@ -1,11 +1,12 @@
 from django.core.paginator import Paginator
-from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 
+from memory.lessons.addressing import resolve_memory
 from memory.lessons.selectors import STATUS_CHOICES, budget_state, lesson_queryset
-from memory.models import ALL_CATEGORIES, LessonStatus, Memory, Relevance, Tier
+from memory.models import ALL_CATEGORIES, LessonStatus, Relevance, Tier
 from memory.pipeline.coverage import coverage_counts, coverage_tag
 from memory.refs.selectors import ref_permalink, refs_panel
+from memory.review_queue import memory_queue
 from memory.roles import viewer_required
 
 PAGE_SIZE = 50
@@ -70,8 +71,10 @@ def group_by_tier(rows):
 
 
 @viewer_required
-def memory_detail(request, memory_id):
-    memory = get_object_or_404(Memory.objects.select_related("persona", "project"), pk=memory_id)
+def memory_detail(request, **address):
+    memory, moved = resolve_memory(request, "lessons", **address)
+    if moved:
+        return moved
     filters = read_filters(request.GET)
     page = Paginator(lesson_queryset(memory, **filters), PAGE_SIZE).get_page(request.GET.get("page"))
     budget = budget_state(memory)
@@ -94,6 +97,8 @@ def memory_detail(request, memory_id):
         "query_string": query.urlencode(),
         "refs_panel": refs_panel(memory),
     }
+    if not (request.htmx and request.htmx.target == "lesson-list"):
+        context["review_queue"] = memory_queue(memory)
     template = "memory/lessons/memory_detail.html"
     if request.htmx and request.htmx.target == "lesson-list":
         template += "#lesson-list"

@@ -1,7 +1,6 @@
-from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 
-from memory.models import Memory
+from memory.lessons.addressing import resolve_memory
 from memory.roles import viewer_required
 from memory.lessons.selectors import budget_state
 from memory.selectors import WORKING_HEADING, compiled_memory_text
@@ -29,8 +28,10 @@ def prompt_sections(persona, memory_text):
 
 
 @viewer_required
-def prompt_preview(request, memory_id):
-    memory = get_object_or_404(Memory.objects.select_related("persona", "project"), pk=memory_id)
+def prompt_preview(request, **address):
+    memory, moved = resolve_memory(request, "prompt", **address)
+    if moved:
+        return moved
     memory_text = compiled_memory_text(memory)
     prompt = compile_system_prompt(memory.persona, memory_text)
     budget = budget_state(memory)

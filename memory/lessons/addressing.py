@@ -1,0 +1,62 @@
+"""Readable addresses of a memory: /memories/<persona name>/<project slug>/, as the agent API names it.
+
+Links are resolved by the current names; a link pasted into a review before a rename still opens the
+memory (the former name is kept as an alias and redirects); the old numeric addresses redirect here.
+"""
+
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
+
+from memory.models import Memory
+from personas.models import PersonaAlias
+
+# Each tab of the memory page and its URL name.
+TABS = {"lessons": "memory_detail", "history": "memory_history", "prompt": "prompt_preview"}
+
+
+def addressable(memory):
+    """A name holding "/" cannot be one path segment; such a memory keeps its numeric address."""
+    return "/" not in memory.persona.name and "/" not in memory.project.slug
+
+
+def memory_path(memory, tab="lessons"):
+    if addressable(memory):
+        return reverse(TABS[tab], kwargs={"persona": memory.persona.name, "project": memory.project.slug})
+    return reverse(TABS[tab], kwargs={"memory_id": memory.pk})
+
+
+def resolve_memory(request, tab, *, persona=None, project=None, memory_id=None):
+    """(memory, None) for the page to render, or (None, redirect) to the memory's readable address:
+    from an old numeric link, or from a former or differently cased persona name."""
+    if memory_id is not None:
+        memory = get_object_or_404(Memory.objects.select_related("persona", "project"), pk=memory_id)
+    else:
+        memory = memory_by_names(persona, project)
+        if memory.persona.name == persona:
+            return memory, None
+    if memory_id is not None and not addressable(memory):
+        return memory, None
+    target = memory_path(memory, tab)
+    query = request.META.get("QUERY_STRING")
+    return None, redirect(f"{target}?{query}" if query else target, permanent=memory_id is not None)
+
+
+def memory_by_names(persona_name, project_slug):
+    """The memory at these names (persona case-insensitive), or Http404."""
+    memory = (Memory.objects.select_related("persona", "project")
+              .filter(persona__name__iexact=persona_name, project__slug=project_slug).first())
+    if memory is None:
+        memory = _by_alias(persona_name, project_slug)
+    if memory is None:
+        raise Http404("No memory of that persona and project")
+    return memory
+
+
+def _by_alias(persona_name, project_slug):
+    """A persona renamed since the link was made: its former names are kept as aliases."""
+    alias = PersonaAlias.objects.filter(name__iexact=persona_name).first()
+    if alias is None:
+        return None
+    return (Memory.objects.select_related("persona", "project")
+            .filter(persona_id=alias.persona_id, project__slug=project_slug).first())
