@@ -9,6 +9,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from memory import context_cache
 from memory.models import (
     ALL_CATEGORIES,
     CORE_CATEGORIES,
@@ -152,6 +153,7 @@ def batch_create(*, memory, kind, actor, label="", reason=""):
 def memory_bump_version(memory):
     Memory.objects.filter(pk=memory.pk).update(version=F("version") + 1)
     memory.refresh_from_db(fields=["version"])
+    context_cache.memory_changed(memory)
     return memory.version
 
 

@@ -228,6 +228,11 @@ OPENAI_DEFAULT_MODEL = env_str("OPENAI_DEFAULT_MODEL", "gpt-4.1-mini")
 # Agent API
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 256 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(API_MAX_BODY_BYTES, 2_621_440)
+# Context reads (every agent turn) take these from the cache; see memory/context_cache.py.
+# A revoked token stops working within this many seconds in every process (at once with Redis).
+AGENT_TOKEN_CACHE_SECONDS = env_int("AGENT_TOKEN_CACHE_SECONDS", 5, minimum=0)
+# Trusting a cached memory version needs a cache every process shares (writes clear it on commit).
+MEMORY_VERSION_CACHE_SECONDS = env_int("MEMORY_VERSION_CACHE_SECONDS", 30 if _cache_url else 0, minimum=0)
 
 LOGGING = {
     "version": 1,

@@ -7,8 +7,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.utils import timezone
 from ninja.security import HttpBearer
 
-from memory.models import AgentToken
-from memory.tokens import agent_token_authenticate
+from memory.tokens import agent_token_authenticate, agent_token_touch
 
 # Recording every use would turn each read into a write; once a minute is precise enough.
 LAST_USED_PRECISION = timedelta(minutes=1)
@@ -50,6 +49,6 @@ class AgentTokenAuth(HttpBearer):
             return None
         now = timezone.now()
         if agent_token.last_used_at is None or now - agent_token.last_used_at > LAST_USED_PRECISION:
-            AgentToken.objects.filter(pk=agent_token.id).update(last_used_at=now)
+            agent_token_touch(agent_token, now)
         request.agent_token = agent_token
         return agent_token
