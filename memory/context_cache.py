@@ -7,22 +7,27 @@ Every agent turn reads its compiled memory, so a read that finds everything cach
   Redis; a process-local cache forgets it within those seconds at most);
 - the compiled text, by memory id, version and budgets: a key is never stale, a change makes a new one;
 - the memory's id, version and budgets by persona and project slug, for
-  `MEMORY_VERSION_CACHE_SECONDS`, cleared when a write to that memory commits. Only a shared cache
-  can be cleared from the process that wrote, so the setting is 0 (read the database) unless
-  `CACHE_URL` is set; the seconds then bound only a read that raced a write.
+  `MEMORY_VERSION_CACHE_SECONDS`, in the `versions` cache, which every process of the deployment
+  shares (Redis, or files next to a SQLite database), cleared by a write to that memory both at
+  once and when it commits: the seconds bound only a read that raced a write.
 """
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import cache, caches
 from django.db import transaction
 
 COMPILED_SECONDS = 24 * 3600
 
 
-def _forget(key):
+def _forget(key, store=None):
     # Now, and again once committed: a read that raced the write may have cached the old value.
-    cache.delete(key)
-    transaction.on_commit(lambda: cache.delete(key))
+    store = store or cache
+    store.delete(key)
+    transaction.on_commit(lambda: store.delete(key))
+
+
+def _versions():
+    return caches["versions"] if "versions" in settings.CACHES else cache
 
 
 def token_key(digest):
@@ -57,21 +62,23 @@ def memory_get(persona_id, project_slug):
     """The cached memory row of a persona in a project, or None (then read the database)."""
     if not settings.MEMORY_VERSION_CACHE_SECONDS:
         return None
+    # A slug names the same project for as long as it is cached here (a rename shows within the
+    # seconds); the version, which every write changes, is read from the shared cache.
     project_id = cache.get(_project_key(project_slug))
-    return None if project_id is None else cache.get(_memory_key(persona_id, project_id))
+    return None if project_id is None else _versions().get(_memory_key(persona_id, project_id))
 
 
 def memory_set(persona_id, project_slug, row, project_id):
     seconds = settings.MEMORY_VERSION_CACHE_SECONDS
     if seconds:
-        cache.set_many({_project_key(project_slug): project_id, _memory_key(persona_id, project_id): row},
-                       timeout=seconds)
+        cache.set(_project_key(project_slug), project_id, timeout=seconds)
+        _versions().set(_memory_key(persona_id, project_id), row, timeout=seconds)
 
 
 def memory_changed(memory):
     """A memory's lessons or budgets changed: its cached version goes."""
     if settings.MEMORY_VERSION_CACHE_SECONDS:
-        _forget(_memory_key(memory.persona_id, memory.project_id))
+        _forget(_memory_key(memory.persona_id, memory.project_id), _versions())
 
 
 def project_changed(project):

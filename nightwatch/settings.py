@@ -183,6 +183,16 @@ if _cache_url:
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# Memory versions for context reads need a cache every process of the deployment shares, so a
+# write in one clears it for all: Redis when CACHE_URL is set; else, with SQLite (one host by
+# nature), files next to the database. PostgreSQL without CACHE_URL reads versions from the database.
+if _cache_url:
+    CACHES["versions"] = {**CACHES["default"], "KEY_PREFIX": "versions"}
+elif not _database_url:
+    CACHES["versions"] = {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": env_str("VERSION_CACHE_DIR", DATABASES["default"]["NAME"] + "-versions"),
+    }
 
 
 # Celery: with no broker configured, tasks run in-process at enqueue time.
@@ -231,8 +241,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = max(API_MAX_BODY_BYTES, 2_621_440)
 # Context reads (every agent turn) take these from the cache; see memory/context_cache.py.
 # A revoked token stops working within this many seconds in every process (at once with Redis).
 AGENT_TOKEN_CACHE_SECONDS = env_int("AGENT_TOKEN_CACHE_SECONDS", 5, minimum=0)
-# Trusting a cached memory version needs a cache every process shares (writes clear it on commit).
-MEMORY_VERSION_CACHE_SECONDS = env_int("MEMORY_VERSION_CACHE_SECONDS", 30 if _cache_url else 0, minimum=0)
+# How long a context read trusts a cached memory version (writes clear it when they commit, so
+# this bounds only a read that raced a write); 0 reads the version from the database every time.
+MEMORY_VERSION_CACHE_SECONDS = env_int("MEMORY_VERSION_CACHE_SECONDS", 10 if "versions" in CACHES else 0, minimum=0)
 
 LOGGING = {
     "version": 1,

@@ -77,7 +77,9 @@ def _count_queries(agent, url):
     return len(ctx.captured_queries)
 
 
-def test_query_count_does_not_grow_with_lessons(agent, memory, persona, project, django_assert_num_queries):
+def test_query_count_does_not_grow_with_lessons(agent, memory, persona, project, settings,
+                                                django_assert_num_queries):
+    settings.MEMORY_VERSION_CACHE_SECONDS = 0  # the memory's version read from the database every time
     url = memory_url(persona, project, "context")
     make_lesson(memory, "Core rule in auth/tokens.py", category="PATTERN", tier="core", refs="auth/tokens.py")
     agent.get(memory_url(persona, project, "prompt"))  # first use of the token records last_used_at
@@ -96,10 +98,8 @@ def test_query_count_does_not_grow_with_lessons(agent, memory, persona, project,
         agent.get(url)
 
 
-def test_a_hit_runs_no_query_when_the_cache_is_shared(agent, memory, persona, project, settings,
-                                                      django_assert_num_queries):
-    # A shared cache (Redis) lets every process trust a cached memory version: writes clear it.
-    settings.MEMORY_VERSION_CACHE_SECONDS = 30
+def test_a_hit_runs_no_query_with_the_versions_cache(agent, memory, persona, project, django_assert_num_queries):
+    # Every process shares the versions cache (files next to SQLite, or Redis): writes clear it.
     url = memory_url(persona, project, "context")
     lesson = make_lesson(memory, "Cached: queue/worker.py retries forever")
     agent.get(memory_url(persona, project, "prompt"))
@@ -120,7 +120,9 @@ def test_a_hit_runs_no_query_when_the_cache_is_shared(agent, memory, persona, pr
     assert "far longer" in agent.get(url).content.decode()
 
 
-def test_json_query_count_does_not_grow_with_lessons(agent, memory, persona, project, django_assert_num_queries):
+def test_json_query_count_does_not_grow_with_lessons(agent, memory, persona, project, settings,
+                                                     django_assert_num_queries):
+    settings.MEMORY_VERSION_CACHE_SECONDS = 0
     url = memory_url(persona, project, "context") + "?format=json"
     make_lesson(memory, "Core rule in auth/tokens.py", category="PATTERN", tier="core", refs="auth/tokens.py")
     agent.get(memory_url(persona, project, "prompt"))
