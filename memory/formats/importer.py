@@ -13,11 +13,18 @@ matched as a multiset, so a bullet written twice in a file is imported twice, an
 same tree again adds nothing. Lines without a date (bullets before the first section header, core
 lines without `(promoted …)`, unparsed lines) match a stored lesson of the same content on any
 date, and take the import day when added.
+
+Unchanged folders. Each import remembers, per root and memory folder, the hash of the folder's
+files and the version it left the memory at (`ImportedFolder`). When both are the same the next
+time, the folder would add nothing, so it is reported as such without being parsed; any change to
+the memory in between (an edit, a deletion, a revert) or to the files sends it through the full
+comparison above.
 """
 
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_unicode_slug
@@ -27,7 +34,7 @@ from django.utils.text import slugify
 
 from memory import services
 from memory.formats.nightwatch import TreeError
-from memory.models import Change, ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, content_hash
+from memory.models import Change, ChangeBatch, ImportedFolder, Lesson, LessonRef, LessonStatus, Memory, content_hash
 from memory.signals import working_lessons_added
 from personas.models import Persona, Project
 
@@ -49,7 +56,9 @@ class MemoryImport:
     notes: list = field(default_factory=list)
     batch_id: int | None = None
     memory_id: int | None = None
+    memory_version: int | None = None
     working_ids: list = field(default_factory=list, repr=False)
+    skipped: bool = False  # unchanged since its last import: not even parsed
 
     @property
     def added(self):
@@ -338,6 +347,7 @@ def memory_import_folder(*, folder, actor, label, today=None, cache=None):
     else:
         new_lines, report.already_present = select_new_lines(memory, folder.core + folder.working)
         base = services.next_section(memory)
+    report.memory_id, report.memory_version = memory.pk, memory.version
     if not new_lines:
         return report
     batch = services.batch_create(
@@ -346,12 +356,54 @@ def memory_import_folder(*, folder, actor, label, today=None, cache=None):
     )
     ids = _insert_lessons(memory, batch, new_lines, today or timezone.localdate(), base, cache)
     report.working_ids = [pk for pk, line in zip(ids, new_lines) if line.tier == "working"]
-    services.memory_bump_version(memory)
+    report.memory_version = services.memory_bump_version(memory)
     report.batch_id = batch.pk
-    report.memory_id = memory.pk
     report.core_added = sum(1 for line in new_lines if line.tier == "core")
     report.working_added = len(new_lines) - report.core_added
     return report
+
+
+_FOLDER_FIELDS = ("folder", "digest", "memory_id", "memory_version", "lines", "memory__version",
+                  "memory__persona__name", "memory__persona__archived_at", "memory__project__slug")
+
+
+def _imported_folders(root):
+    """{folder: row} of what the last imports from this root left, with the memory as it is now."""
+    return {row[0]: row for row in ImportedFolder.objects.filter(root=root).values_list(*_FOLDER_FIELDS)}
+
+
+def _unchanged(folder, known):
+    """The report of a folder that would add nothing (same files, memory untouched since), or None.
+
+    Only a folder whose import said nothing beyond counts (no unparsed line, no note) is remembered,
+    so a skipped folder reports exactly what importing it again would.
+    """
+    if known is None or not folder.digest:
+        return None
+    _, digest, memory_id, version_then, lines, version_now, persona, archived_at, slug = known
+    archived = folder.archived_at is not None
+    same_names = (
+        persona.casefold() in (folder.persona_name.strip().casefold(), folder.archived_folder.casefold())
+        and (archived_at is not None) == archived and slug == project_slug_for(folder.project_folder)
+    )
+    if digest != folder.digest or version_then != version_now or not same_names:
+        return None
+    return MemoryImport(persona=persona, project=slug, archived=archived, already_present=lines,
+                        memory_id=memory_id, memory_version=version_now, skipped=True)
+
+
+def _remember_folders(root, imported):
+    now = timezone.now()
+    ImportedFolder.objects.bulk_create(
+        [
+            ImportedFolder(root=root, folder=rel, memory_id=result.memory_id, digest=digest,
+                           memory_version=result.memory_version, lines=result.added + result.already_present,
+                           imported_at=now)
+            for rel, (digest, result) in imported.items()
+        ],
+        update_conflicts=True, unique_fields=["root", "folder"],
+        update_fields=["memory", "digest", "memory_version", "lines", "imported_at"],
+    )
 
 
 @transaction.atomic
@@ -371,10 +423,21 @@ def memory_import_tree(*, tree, actor, dry_run=False, notify=False):
     today = timezone.localdate()
     ordered = sorted(tree.memories, key=lambda m: m.archived_at is not None)
     cache = {}
+    root = str(Path(tree.root).resolve())
+    known = _imported_folders(root)
+    imported = {}
     for folder in ordered:
-        report.memories.append(
-            memory_import_folder(folder=folder, actor=actor, label=label, today=today, cache=cache)
-        )
+        rel = Path(folder.path).relative_to(tree.root).as_posix()
+        unchanged = _unchanged(folder, known.get(rel))
+        if unchanged is not None:
+            report.memories.append(unchanged)
+            continue
+        result = memory_import_folder(folder=folder, actor=actor, label=label, today=today, cache=cache)
+        report.memories.append(result)
+        if folder.digest and not result.unparsed and not result.notes:
+            imported[rel] = (folder.digest, result)
+    if imported and not dry_run:
+        _remember_folders(root, imported)
     if dry_run:
         transaction.set_rollback(True)
     elif notify:

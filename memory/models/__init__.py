@@ -22,3 +22,4 @@ from .compaction import *  # noqa: F401,F403,E402
 from .pipeline import *  # noqa: F401,F403,E402
 from .promotion import *  # noqa: F401,F403,E402
 from .refinement import *  # noqa: F401,F403,E402
+from .imports import *  # noqa: F401,F403,E402
