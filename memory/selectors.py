@@ -203,6 +203,11 @@ def _pick_within_budget(memory, tier, must_keep, budget):
         after, size = items[-1][0].id, size * 2
 
 
+def active_lesson_rows(memory):
+    """[(row, [Ref…])] of every active lesson of a memory in file order, in one query (exporting)."""
+    return _fetch_rows(_lesson_sql("1 = 1", "ASC"), [memory.pk])
+
+
 def _must_keep(memory):
     # Spelled as the partial index `lesson_must_keep` is, so the database reads only must-keeps.
     return _fetch_rows(_lesson_sql("(protected OR relevance = 'critical')", "ASC"), [memory.pk])

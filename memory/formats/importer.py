@@ -217,35 +217,35 @@ class _Inserter:
         self.fields = [f for f in model._meta.concrete_fields if not f.primary_key]
         self.varying = list(varying)
         by_name = {f.attname: f for f in self.fields}
+        # (position, adapter) of the given columns that need adapting to the database; the rest go as they are.
         self.adapt = []
-        for name in self.varying:
+        for i, name in enumerate(self.varying):
             field_ = by_name[name]
             if isinstance(field_, models.JSONField):
-                self.adapt.append(lambda v, f=field_: f.get_db_prep_save(v, connection))
+                self.adapt.append((i, lambda v, encoder=field_.encoder: None if v is None else ops.adapt_json_value(v, encoder)))
             elif isinstance(field_, models.DateTimeField):
-                self.adapt.append(ops.adapt_datetimefield_value)
+                self.adapt.append((i, ops.adapt_datetimefield_value))
             elif isinstance(field_, models.DateField):
-                self.adapt.append(ops.adapt_datefield_value)
-            else:
-                self.adapt.append(None)
+                self.adapt.append((i, ops.adapt_datefield_value))
         constants = {}
         for f in self.fields:
             if f.attname in self.varying:
                 continue
             value = now if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False) else f.get_default()
             constants[f.attname] = f.get_db_prep_save(value, connection)
-        self.constants = constants
         qn = ops.quote_name
-        self.columns = [f.attname for f in self.fields if f.attname in self.varying] + list(constants)
+        self.columns = self.varying + list(constants)
         self.column_sql = ", ".join(qn(by_name[name].column) for name in self.columns)
         self.table = qn(model._meta.db_table)
         self.pk = qn(model._meta.pk.column)
-        self.order = [self.varying.index(name) for name in self.columns if name in self.varying]
         self.constant_values = list(constants.values())
 
     def _row(self, values):
-        adapted = [a(v) if a else v for a, v in zip(self.adapt, values)]
-        return [adapted[i] for i in self.order] + self.constant_values
+        row = list(values)
+        for i, adapt in self.adapt:
+            row[i] = adapt(row[i])
+        row += self.constant_values
+        return row
 
     def insert(self, rows, *, returning=False):
         """rows: tuples in `varying` order. Returns the new primary keys in row order when asked."""
