@@ -64,10 +64,10 @@ class CompiledMemory:
 
 # Lessons are read in pages from the kept end of each tier: a budget holds tens of lessons, a
 # memory may hold tens of thousands, and compiling runs on every agent turn. The first page is
-# sized for short lines (~40 characters), so one page nearly always fills the budget and the query
-# count stays the same however large the memory; later pages double.
+# sized for lines of ~80 characters (a typical lesson with a ref), so one page usually fills the
+# budget and the query count stays the same however large the memory; later pages double.
 def _first_page(budget):
-    return max(50, budget // 40)
+    return max(50, budget // 80)
 
 
 # Only what rendering and budgeting read, as light rows (attribute access like a Lesson, no
