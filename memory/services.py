@@ -157,6 +157,17 @@ def memory_bump_version(memory):
     return memory.version
 
 
+def memories_bump_version(memory_ids):
+    """memory_bump_version for many memories at once (a bulk import); returns {memory id: new version}."""
+    memories = Memory.objects.filter(pk__in=memory_ids)
+    memories.update(version=F("version") + 1)
+    versions = {}
+    for memory in memories.only("id", "persona_id", "project_id", "version"):
+        context_cache.memory_changed(memory)
+        versions[memory.pk] = memory.version
+    return versions
+
+
 def memory_get_or_create(*, persona, project):
     memory, _ = Memory.objects.get_or_create(persona=persona, project=project)
     return memory

@@ -28,7 +28,7 @@ from memory.models import Memory, Tier
 from memory.selectors import active_lesson_rows
 
 
-WRITERS = 8
+WRITERS = 16
 
 
 class ExportError(Exception):

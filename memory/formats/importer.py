@@ -324,11 +324,12 @@ def _insert_lessons(memory, batch, lines, today, base, cache):
     return ids
 
 
-def memory_import_folder(*, folder, actor, label, today=None, cache=None):
+def memory_import_folder(*, folder, actor, label, today=None, cache=None, bump=True):
     """Import one persona × project folder. Call inside a transaction (import_tree does).
 
     `cache` (a dict shared across the folders of one import) saves looking up a persona or
-    project again for each of its folders.
+    project again for each of its folders. bump=False leaves the version to the caller, which
+    bumps every memory it changed once at the end.
     """
     cache = {} if cache is None else cache
     report = MemoryImport(
@@ -356,7 +357,8 @@ def memory_import_folder(*, folder, actor, label, today=None, cache=None):
     )
     ids = _insert_lessons(memory, batch, new_lines, today or timezone.localdate(), base, cache)
     report.working_ids = [pk for pk, line in zip(ids, new_lines) if line.tier == "working"]
-    report.memory_version = services.memory_bump_version(memory)
+    if bump:
+        report.memory_version = services.memory_bump_version(memory)
     report.batch_id = batch.pk
     report.core_added = sum(1 for line in new_lines if line.tier == "core")
     report.working_added = len(new_lines) - report.core_added
@@ -432,10 +434,15 @@ def memory_import_tree(*, tree, actor, dry_run=False, notify=False):
         if unchanged is not None:
             report.memories.append(unchanged)
             continue
-        result = memory_import_folder(folder=folder, actor=actor, label=label, today=today, cache=cache)
+        result = memory_import_folder(folder=folder, actor=actor, label=label, today=today, cache=cache, bump=False)
         report.memories.append(result)
         if folder.digest and not result.unparsed and not result.notes:
             imported[rel] = (folder.digest, result)
+    changed = {m.memory_id for m in report.memories if m.batch_id}
+    if changed:
+        versions = services.memories_bump_version(changed)
+        for m in report.memories:
+            m.memory_version = versions.get(m.memory_id, m.memory_version)
     if imported and not dry_run:
         _remember_folders(root, imported)
     if dry_run:

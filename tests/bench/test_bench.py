@@ -55,7 +55,7 @@ def test_registered_benchmark_runs_alone_with_its_target(registry):
 def test_growth_benchmark_reports_each_size_and_the_growth(registry):
     out = _run("--only", "growth", "--scale", "0.02")
     for label in ("import, 0.1×", "import, 10×", "compile, 1×", "promotion detection, 10×",
-                  "import growth, 1× → 10× the data", "compile growth, 0.1× → 1× the data"):
+                  "import growth (CPU), 1× → 10× the data", "compile growth (CPU), 0.1× → 1× the data"):
         assert label in out
     assert "target ≤ 12 ×" in out
 
