@@ -53,6 +53,16 @@ def memory(db, persona, project):
 
 
 @pytest.fixture
+def other_persona(db):
+    return PersonaFactory(name="Maya", role="Security Reviewer")
+
+
+@pytest.fixture
+def other_project(db):
+    return ProjectFactory(slug="other-app", name="Other app")
+
+
+@pytest.fixture
 def on_postgres(settings):
     return settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
 

@@ -13,6 +13,17 @@ from memory.tokens import agent_token_authenticate, agent_token_touch
 LAST_USED_PRECISION = timedelta(minutes=1)
 
 
+def agent_token_for_bearer(raw):
+    """The live token for a bearer value (noting when it was last used), or None."""
+    agent_token = agent_token_authenticate(raw)
+    if agent_token is None:
+        return None
+    now = timezone.now()
+    if agent_token.last_used_at is None or now - agent_token.last_used_at > LAST_USED_PRECISION:
+        agent_token_touch(agent_token, now)
+    return agent_token
+
+
 class PayloadTooLarge(Exception):
     def __init__(self, size=None):
         self.size = size
@@ -44,11 +55,6 @@ class AgentTokenAuth(HttpBearer):
         return super().__call__(request)
 
     def authenticate(self, request, token):
-        agent_token = agent_token_authenticate(token)
-        if agent_token is None:
-            return None
-        now = timezone.now()
-        if agent_token.last_used_at is None or now - agent_token.last_used_at > LAST_USED_PRECISION:
-            agent_token_touch(agent_token, now)
+        agent_token = agent_token_for_bearer(token)
         request.agent_token = agent_token
         return agent_token

@@ -16,6 +16,7 @@ AGENT_RELEVANCE = Literal["low", "medium", "high"]
 MAX_SUMMARY_CHARS = 20_000
 MAX_FILES = 200
 MAX_TRANSCRIPT_ENTRIES = 500
+MAX_WORDS_CHARS = 200
 
 
 def _check_refs(values):
@@ -28,6 +29,15 @@ def _check_refs(values):
         except ValidationError as exc:
             raise ValueError(" ".join(exc.messages)) from None
     return cleaned
+
+
+def field_errors(errors):
+    """{"lessons.0.text": ["..."]} from pydantic's error list, without the request-part prefixes."""
+    fields = {}
+    for err in errors:
+        loc = [str(part) for part in err.get("loc", ()) if part not in ("body", "query", "path", "payload", "filters")]
+        fields.setdefault(".".join(loc) or "body", []).append(err.get("msg", "invalid"))
+    return fields
 
 
 class ErrorOut(Schema):

@@ -179,20 +179,28 @@ def workers():
     return 2 * (os.cpu_count() or 1) + 1
 
 
+def seeded_environment(tmp, lessons):
+    """(env, info) of a database holding the bench memory; info has the token.
+
+    A fresh SQLite database in `tmp`, or the scratch database DATABASE_URL names (with CACHE_URL's
+    Redis when set), for the PostgreSQL figures.
+    """
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "CELERY_BROKER_URL"},
+        "DJANGO_SETTINGS_MODULE": "nightwatch.settings",
+        "SQLITE_PATH": str(Path(tmp) / "bench.sqlite3"),
+        "DEBUG": "0",
+        "SECRET_KEY": secrets.token_urlsafe(40),
+        "LOG_LEVEL": "warning",
+    }
+    seeded = subprocess.run([sys.executable, "-m", "memory.bench.api", "--seed", str(lessons)], cwd=ROOT,
+                            env=env, capture_output=True, text=True, check=True)
+    return env, json.loads(seeded.stdout.strip().splitlines()[-1])
+
+
 def measure(*, lessons=10_000, requests=2000, threads=THREADS, seconds=60.0):
     with tempfile.TemporaryDirectory(prefix="nw-bench-") as tmp:
-        # DATABASE_URL and CACHE_URL pass through (PostgreSQL and Redis figures); SQLite otherwise.
-        env = {
-            **{k: v for k, v in os.environ.items() if k != "CELERY_BROKER_URL"},
-            "DJANGO_SETTINGS_MODULE": "nightwatch.settings",
-            "SQLITE_PATH": str(Path(tmp) / "bench.sqlite3"),
-            "DEBUG": "0",
-            "SECRET_KEY": secrets.token_urlsafe(40),
-            "LOG_LEVEL": "warning",
-        }
-        seeded = subprocess.run([sys.executable, "-m", "memory.bench.api", "--seed", str(lessons)], cwd=ROOT,
-                                env=env, capture_output=True, text=True, check=True)
-        info = json.loads(seeded.stdout.strip().splitlines()[-1])
+        env, info = seeded_environment(tmp, lessons)
         token = info["token"]
         port = _free_port()
         server = subprocess.Popen(
