@@ -1,11 +1,13 @@
 """What an agent's context read takes from the cache instead of the database, and how writes clear it.
 
-Every agent turn reads its compiled memory, so a read that finds everything cached runs no query:
+Every agent turn reads its compiled memory, so a read that finds everything cached runs no query
+and makes at most one trip out of the process:
 
-- a token's scope, by the token's hash, for `AGENT_TOKEN_CACHE_SECONDS`. Revoking or editing a
-  token clears it when the change commits (in every process when the cache is shared, such as
-  Redis; a process-local cache forgets it within those seconds at most);
-- the compiled text, by memory id, version and budgets: a key is never stale, a change makes a new one;
+- a token's scope, by the token's hash, in the process (the `local` cache) for
+  `AGENT_TOKEN_CACHE_SECONDS`: revoking or editing a token clears it at once in the process that
+  did it, and in the others within those seconds;
+- the compiled text, by memory id, version and budgets, in the process: a key is never stale, a
+  change makes a new one;
 - the memory's id, version and budgets by persona and project slug, for
   `MEMORY_VERSION_CACHE_SECONDS`, in the `versions` cache, which every process of the deployment
   shares (Redis, or files next to a SQLite database), cleared by a write to that memory both at
@@ -21,9 +23,14 @@ COMPILED_SECONDS = 24 * 3600
 
 def _forget(key, store=None):
     # Now, and again once committed: a read that raced the write may have cached the old value.
-    store = store or cache
+    store = store or local()
     store.delete(key)
     transaction.on_commit(lambda: store.delete(key))
+
+
+def local():
+    """The cache of this process (shared ones cost a trip to Redis or a file read per value)."""
+    return caches["local"] if "local" in settings.CACHES else cache
 
 
 def _versions():
@@ -37,12 +44,12 @@ def token_key(digest):
 def token_get(digest):
     if not settings.AGENT_TOKEN_CACHE_SECONDS:
         return None
-    return cache.get(token_key(digest))
+    return local().get(token_key(digest))
 
 
 def token_set(digest, row):
     if settings.AGENT_TOKEN_CACHE_SECONDS:
-        cache.set(token_key(digest), row, timeout=settings.AGENT_TOKEN_CACHE_SECONDS)
+        local().set(token_key(digest), row, timeout=settings.AGENT_TOKEN_CACHE_SECONDS)
 
 
 def token_changed(digest):
@@ -64,14 +71,14 @@ def memory_get(persona_id, project_slug):
         return None
     # A slug names the same project for as long as it is cached here (a rename shows within the
     # seconds); the version, which every write changes, is read from the shared cache.
-    project_id = cache.get(_project_key(project_slug))
+    project_id = local().get(_project_key(project_slug))
     return None if project_id is None else _versions().get(_memory_key(persona_id, project_id))
 
 
 def memory_set(persona_id, project_slug, row, project_id):
     seconds = settings.MEMORY_VERSION_CACHE_SECONDS
     if seconds:
-        cache.set(_project_key(project_slug), project_id, timeout=seconds)
+        local().set(_project_key(project_slug), project_id, timeout=seconds)
         _versions().set(_memory_key(persona_id, project_id), row, timeout=seconds)
 
 

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property
 
-from django.core.cache import cache
 from django.db import connection
 from django.db.models import Prefetch
 
@@ -259,10 +258,11 @@ def compile_memory(memory):
 def compiled_memory_text(memory):
     """Compiled memory text, cached per memory version (every mutation bumps the version)."""
     key = context_cache.compiled_key(memory)
-    text = cache.get(key)
+    store = context_cache.local()
+    text = store.get(key)
     if text is None:
         text = compile_memory(memory).text
-        cache.set(key, text, timeout=context_cache.COMPILED_SECONDS)
+        store.set(key, text, timeout=context_cache.COMPILED_SECONDS)
     return text
 
 
