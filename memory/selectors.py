@@ -10,8 +10,8 @@ from django.db import connection
 from django.db.models import Prefetch
 
 from memory import context_cache
-from memory.formats.lines import lesson_line, render_core, render_working, section_header
-from memory.models import Lesson, LessonRef, LessonStatus, Memory, Tier
+from memory.formats.lines import lesson_line, render_core, render_working, section_header, working_order
+from memory.models import Lesson, LessonRef, LessonStatus, Memory, Relevance, Tier
 from memory.refs import Ref
 
 CORE_HEADING = "## Core Lessons"
@@ -224,9 +224,19 @@ def compile_memory(memory):
     core = _pick_within_budget(memory, Tier.CORE, must_keep, memory.core_char_budget)
     working = _pick_within_budget(memory, Tier.WORKING, must_keep, memory.working_char_budget)
     core_kept = [core[pk] for pk in sorted(core)]
-    working_kept = [working[pk] for pk in sorted(working)]
+    working_kept = working_order([working[pk] for pk in sorted(working)])
     core_text = render_core(core_kept)
     working_text = render_working(working_kept)
+    # The walk counts sections in id order; a compaction's lines keep the section of the lessons
+    # they replaced and so sit earlier in the file. Whatever the order, never go past the budget.
+    while len(working_text) > memory.working_char_budget:
+        droppable = [lesson.id for lesson, _ in working_kept
+                     if not (lesson.protected or lesson.relevance == Relevance.CRITICAL)]
+        if not droppable:
+            break
+        del working[min(droppable)]
+        working_kept = working_order([working[pk] for pk in sorted(working)])
+        working_text = render_working(working_kept)
     if core_kept or working_kept:
         text = f"{CORE_HEADING}\n{core_text}\n{WORKING_HEADING}\n{working_text}"
     else:

@@ -176,6 +176,10 @@ def serve_http():
 
     from nightwatch.asgi import build_application
 
+    # As the README advises for the ASGI server: no persistent connections, so the server's
+    # worker threads leave none open on the test database.
+    max_age = connection.settings_dict["CONN_MAX_AGE"]
+    connection.settings_dict["CONN_MAX_AGE"] = 0
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(build_application(), host="127.0.0.1", port=port, log_level="warning",
                                            lifespan="on"))
@@ -189,6 +193,7 @@ def serve_http():
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+        connection.settings_dict["CONN_MAX_AGE"] = max_age
 
 
 @pytest.fixture
