@@ -163,3 +163,18 @@ def test_over_budget_the_cut_is_at_a_lesson_boundary_and_never_past_the_budget(t
     assert 0 < kept < 30 and compiled.working_chars == len(working_text)
     assert all(f"Working lesson {i} " in working_text for i in range(30 - kept, 30))
     assert f"Working lesson {29 - kept} " not in working_text
+
+
+def test_sections_out_of_id_order_never_pass_the_budget(memory):
+    # A compaction's line keeps the section of the lessons it replaced: newest by id, early in the file.
+    memory.working_char_budget = 400
+    memory.save()
+    for i in range(12):
+        make_lesson(memory, f"Appended lesson {i} about the retry loop", day=date(2026, 2, 1 + i), section=10 + i)
+    compacted = make_lesson(memory, "Compacted line about the queue worker", day=date(2026, 1, 1), section=1)
+    critical = make_lesson(memory, "Critical line", day=date(2026, 1, 2), section=2, relevance="critical")
+    compiled = compile_memory(memory)
+    working_text = compiled.text.partition("## Working Memory\n")[2]
+    assert compiled.working_chars == len(working_text) <= 400
+    assert critical.pk in compiled.working_kept and compacted.pk in compiled.working_kept
+    assert working_text.index("Compacted line") < working_text.index("Appended lesson 11")

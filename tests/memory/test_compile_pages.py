@@ -5,7 +5,7 @@ from datetime import date, timedelta
 import pytest
 
 from memory import selectors
-from memory.formats.lines import render_core, render_working
+from memory.formats.lines import render_core, render_working, working_order
 from memory.models import Tier
 from memory.selectors import active_lessons, compile_memory, with_refs
 from tests.factories import make_lesson
@@ -37,7 +37,8 @@ def _reference(memory):
     working_ids = _select_within_budget(list(reversed(working)), memory.working_char_budget, render_working)
     return (
         [l.pk for l, _ in core if l.pk in core_ids], [l.pk for l, _ in core if l.pk not in core_ids],
-        [l.pk for l, _ in working if l.pk in working_ids], [l.pk for l, _ in working if l.pk not in working_ids],
+        [l.pk for l, _ in working_order([item for item in working if item[0].pk in working_ids])],
+        [l.pk for l, _ in working if l.pk not in working_ids],
     )
 
 
@@ -50,10 +51,10 @@ def test_paged_choice_equals_whole_tier_choice(memory, monkeypatch, core_budget,
     for i in range(40):
         make_lesson(memory, f"Core pattern {i} " + "c" * (i % 9) * 10, category="PATTERN", tier="core",
                     protected=(i in (30, 35)), refs=f"src/core_{i}.py#L{i + 1}")
-        # Sections of 1–3 lessons with mixed tags (the header takes its first lesson's), must-keeps
+        # Sections of 2–3 lessons with mixed tags (the header takes its first lesson's), must-keeps
         # inside sections and alone, so every way a lesson can open, join or split a section occurs.
         make_lesson(memory, f"Working note {i} " + "w" * (i % 7) * 10, day=date(2026, 1, 1) + timedelta(days=i // 3),
-                    section=i // 3 + (i % 3 == 2) * 100, category=categories[i % 4],
+                    section=i // 3 + (i % 3 == 2), category=categories[i % 4],
                     relevance="critical" if i in (2, 5, 16, 31) else "medium")
     compiled = compile_memory(memory)
     assert (compiled.core_kept, compiled.core_cut, compiled.working_kept, compiled.working_cut) == _reference(memory)
