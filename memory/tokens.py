@@ -55,17 +55,18 @@ class AuthenticatedToken:
         return Persona.objects.get(pk=self.persona_id)
 
 
-def agent_token_authenticate(raw):
+def agent_token_authenticate(raw, *, cached=False):
     """The live token for a raw bearer value, or None.
 
-    Every API request starts here: a token seen in the last `AGENT_TOKEN_CACHE_SECONDS` costs
-    no query, and otherwise one hand-written indexed query (building it with the ORM would cost
+    Every API request starts here: with `cached`, a token seen in the last
+    `AGENT_TOKEN_CACHE_SECONDS` costs no query (a revocation elsewhere shows within those
+    seconds); otherwise one hand-written indexed query (building it with the ORM would cost
     more than serving the whole cached context).
     """
     if not raw or not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
         return None
     digest = token_hash(raw)
-    row = context_cache.token_get(digest)
+    row = context_cache.token_get(digest) if cached else None
     if row is None:
         row = _token_row(digest)
         if row is None:

@@ -13,9 +13,12 @@ from memory.tokens import agent_token_authenticate, agent_token_touch
 LAST_USED_PRECISION = timedelta(minutes=1)
 
 
-def agent_token_for_bearer(raw):
-    """The live token for a bearer value (noting when it was last used), or None."""
-    agent_token = agent_token_authenticate(raw)
+def agent_token_for_bearer(raw, *, cached=False):
+    """The live token for a bearer value (noting when it was last used), or None.
+
+    The HTTP API takes the scope from the cache (`cached`): every agent turn reads its context.
+    """
+    agent_token = agent_token_authenticate(raw, cached=cached)
     if agent_token is None:
         return None
     now = timezone.now()
@@ -55,6 +58,6 @@ class AgentTokenAuth(HttpBearer):
         return super().__call__(request)
 
     def authenticate(self, request, token):
-        agent_token = agent_token_for_bearer(token)
+        agent_token = agent_token_for_bearer(token, cached=True)
         request.agent_token = agent_token
         return agent_token
