@@ -14,6 +14,7 @@ class MemoryConfig(AppConfig):
         import memory.compaction.receivers  # noqa: F401
         import memory.promotions.receivers  # noqa: F401
         import memory.refinement.receivers  # noqa: F401
+        import memory.refs.receivers  # noqa: F401
         import memory.tasks  # noqa: F401
         from memory.context_cache import connect_receivers
 

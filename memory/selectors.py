@@ -10,9 +10,10 @@ from django.db import connection
 from django.db.models import Prefetch
 
 from memory import context_cache
-from memory.formats.lines import lesson_line, render_core, render_working, section_header, working_order
+from memory.formats.lines import lesson_line, render_core, render_working, section_heading, working_order
 from memory.models import Lesson, LessonRef, LessonStatus, Memory, Relevance, Tier
 from memory.refs import Ref
+from memory.refs.models import NEEDS_REVIEW, RefAnchor
 
 CORE_HEADING = "## Core Lessons"
 WORKING_HEADING = "## Working Memory"
@@ -72,7 +73,7 @@ def _first_page(budget):
 # Only what rendering and budgeting read, as light rows (attribute access like a Lesson, no
 # model instances): compiling runs on every agent turn, exporting reads every lesson.
 LESSON_ROW_FIELDS = ("id", "tier", "category", "text", "relevance", "protected", "lesson_date", "section",
-                     "unparsed", "raw_line")
+                     "unparsed", "raw_line", "undated", "section_heading")
 LessonRow = namedtuple("LessonRow", LESSON_ROW_FIELDS)
 
 
@@ -85,10 +86,10 @@ def lesson_rows_with_refs(queryset):
     rows = (
         LessonRef.objects.filter(lesson_id__in=[lesson.id for lesson in lessons])
         .order_by("lesson_id", "position", "id")
-        .values_list("lesson_id", "path", "start_line", "end_line")
+        .values_list("lesson_id", "path", "start_line", "end_line", "anchor__status")
     )
-    for lesson_id, path, start, end in rows:
-        refs[lesson_id].append(Ref(path, start, end))
+    for lesson_id, path, start, end, status in rows:
+        refs[lesson_id].append(Ref(path, start, end, stale=status in NEEDS_REVIEW))
     return [(lesson, refs.get(lesson.id, [])) for lesson in lessons]
 
 
@@ -104,8 +105,9 @@ def _lesson_sql(where, order, limit=False):
         + (" LIMIT %s" if limit else "")
     )
     return (
-        f"SELECT {columns}, r.path, r.start_line, r.end_line FROM ({inner}) l "
+        f"SELECT {columns}, r.path, r.start_line, r.end_line, a.status FROM ({inner}) l "
         f"LEFT JOIN {qn(LessonRef._meta.db_table)} r ON r.lesson_id = l.id "
+        f"LEFT JOIN {qn(RefAnchor._meta.db_table)} a ON a.id = r.anchor_id "
         f"ORDER BY l.id {order}, r.position, r.id"
     )
 
@@ -124,32 +126,35 @@ def _fetch_rows(sql, params):
                     day = date.fromisoformat(day)
                 refs = []
                 out.append((LessonRow(row[0], row[1], row[2], row[3], row[4], bool(row[5]), day, row[7],
-                                      bool(row[8]), row[9]), refs))
-            if row[10] is not None:
-                refs.append(Ref(row[10], row[11], row[12]))
+                                      bool(row[8]), row[9], bool(row[10]), row[11]), refs))
+            if row[12] is not None:
+                refs.append(Ref(row[12], row[13], row[14], stale=row[15] in NEEDS_REVIEW))
     return out
 
 
+def _section_key(lesson):
+    return (lesson.lesson_date, lesson.section, lesson.undated)
+
+
 def _section_cost(lesson):
-    """What a dated section adds around its lines: its header (named after its first lesson) and the
-    blank line closing it."""
-    return len(section_header(lesson.lesson_date, "" if lesson.unparsed else lesson.category)) + 2
+    """What a section adds around its lines: its header (its kept heading, or one named after its
+    first lesson) and the blank line closing it; undated lessons sit bare, before a blank line."""
+    return 1 if lesson.undated else len(section_heading(lesson)) + 2
 
 
 def _working_gain(older, lesson, newer, line):
     """How much the working text grows when `lesson` joins the kept lessons between its kept
     neighbours `older` and `newer` (either may be None): its line, plus any section header it
     opens or moves. Lessons of one (date, section) in a row share a section, headed by the first."""
-    key = (lesson.lesson_date, lesson.section)
-    with_older = older is not None and (older.lesson_date, older.section) == key
-    with_newer = newer is not None and (newer.lesson_date, newer.section) == key
+    key = _section_key(lesson)
+    with_older = older is not None and _section_key(older) == key
+    with_newer = newer is not None and _section_key(newer) == key
     if with_older:
         return line
     if with_newer:  # it now heads the section `newer` headed
         return line + _section_cost(lesson) - _section_cost(newer)
     gain = line + _section_cost(lesson)
-    if older is not None and newer is not None and (older.lesson_date, older.section) == \
-            (newer.lesson_date, newer.section):
+    if older is not None and newer is not None and _section_key(older) == _section_key(newer):
         gain += _section_cost(newer)  # it splits a section in two
     return gain
 

@@ -7,6 +7,7 @@ import django.dispatch
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import F
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from memory import context_cache
@@ -26,6 +27,7 @@ from memory.models import (
     content_hash,
 )
 from memory.refs import Ref, parse_ref_list
+from memory.refs.services import refs_link_anchors
 
 MAX_LESSON_CHARS = 2000
 
@@ -83,16 +85,20 @@ def _apply_snapshot(lesson, snap):
     lesson.protected = snap["protected"]
     lesson.status = snap["status"]
     lesson.lesson_date = date.fromisoformat(snap["lesson_date"])
+    if lesson.status != LessonStatus.SUPERSEDED:
+        lesson.superseded_by = None  # a successor only means something while the lesson is superseded
     lesson.save()
     _replace_refs(lesson, parse_ref_list("\n".join(snap["refs"])))
 
 
-def _replace_refs(lesson, refs):
-    lesson.refs.all().delete()
-    LessonRef.objects.bulk_create(
-        LessonRef(lesson=lesson, path=r.path, start_line=r.start_line, end_line=r.end_line, position=i)
-        for i, r in enumerate(refs)
-    )
+def _replace_refs(lesson, refs, *, new=False):
+    if not new:
+        lesson.refs.all().delete()
+    rows = [LessonRef(lesson=lesson, path=r.path, start_line=r.start_line, end_line=r.end_line, position=i)
+            for i, r in enumerate(refs)]
+    if rows:
+        refs_link_anchors(lesson, rows, new=new)
+    LessonRef.objects.bulk_create(rows)
 
 
 # --- validation ------------------------------------------------------------------------------
@@ -226,7 +232,7 @@ def lesson_create(
         vague=vague,
         content_hash=content_hash(text),
     )
-    _replace_refs(lesson, refs)
+    _replace_refs(lesson, refs, new=True)
     if derived_from:
         lesson.derived_from.set(derived_from)
     _record(batch, lesson, Change.Action.CREATE, None, lesson_snapshot(lesson, refs))
@@ -266,8 +272,9 @@ def lesson_update(*, lesson, actor, reason="", batch=None, text=None, category=N
         validate_lesson_fields(tier=obj.tier, category=new_category, text=new_text, relevance=new_relevance)
         new_refs = None if refs is None else clean_refs(refs)
         obj.text, obj.category, obj.relevance = new_text, new_category, new_relevance
-        if lesson_date is not None:
-            obj.lesson_date = lesson_date
+        if lesson_date is not None and (lesson_date != obj.lesson_date or obj.undated):
+            # A date set by hand is the lesson's date now: written as a new section of its own.
+            obj.lesson_date, obj.undated, obj.section_heading = lesson_date, False, ""
         obj.unparsed = False
         obj.save()
         if new_refs is not None:
@@ -381,38 +388,57 @@ def _check_revertible(lesson, expected_after):
         )
 
 
-@transaction.atomic
-def change_revert(*, change, actor, reason=""):
-    change = Change.objects.select_for_update().select_related("lesson", "memory").get(pk=change.pk)
-    if change.reverted_by_id:
-        raise RevertError("This change was already reverted.")
-    lesson = Lesson.objects.select_for_update().get(pk=change.lesson_id)
-    _check_revertible(lesson, change.after)
-    target = change.before if change.before is not None else {**change.after, "status": LessonStatus.DELETED}
-    batch = batch_create(
-        memory=change.memory, kind=ChangeBatch.Kind.REVERT, actor=actor, reason=reason,
-        label=f"Revert of change #{change.pk} ({change.get_action_display().lower()})",
-    )
-    before = lesson_snapshot(lesson)
-    _apply_snapshot(lesson, target)
-    revert = _record(batch, lesson, Change.Action.REVERT, before, lesson_snapshot(lesson))
-    change.reverted_by = revert
-    change.save(update_fields=["reverted_by"])
-    memory_bump_version(change.memory)
-    return revert
+def _status(snapshot):
+    return (snapshot or {}).get("status")
 
 
-@transaction.atomic
-def batch_revert(*, batch, actor, reason=""):
-    """Undo everything one action did, as one new batch; refused when later changes depend on it."""
-    batch = ChangeBatch.objects.select_for_update().select_related("memory").get(pk=batch.pk)
-    if batch.reverted_by_id:
-        raise RevertError("This batch was already reverted.")
-    changes = list(batch.changes.order_by("id"))
-    if not changes:
-        raise RevertError("This batch changed no lessons; there is nothing to revert.")
-    if any(c.reverted_by_id for c in changes):
-        raise RevertError("Part of this batch was already reverted change by change; revert the rest one by one.")
+def dependent_changes(change):
+    """The changes of `change`'s batch that must be undone together with it (those not undone yet).
+
+    A batch that puts one lesson in place of others (a promotion, a compaction merge, a refinement
+    consolidation, or the revert of one of those) ties them: the lesson it made active holds the
+    knowledge of the lessons it retired. Undoing that activation alone would leave the knowledge in
+    neither tier, so the retired lessons come back with it (and, when one of them only came to be in
+    this batch, what it retired in turn). Undoing a retirement alone only brings a lesson back beside
+    the one that holds it, which loses nothing, so it stands alone.
+    """
+    if _status(change.before) == LessonStatus.ACTIVE or _status(change.after) != LessonStatus.ACTIVE:
+        return []
+    changes = list(change.batch.changes.order_by("id"))
+    last_after, first_pending_before = {}, {}
+    for c in changes:
+        last_after[c.lesson_id] = c.after
+        if c.reverted_by_id is None:
+            first_pending_before.setdefault(c.lesson_id, c.before)
+    retired = {
+        pk for pk, before in first_pending_before.items()
+        if _status(last_after[pk]) != LessonStatus.ACTIVE and _status(before) != _status(last_after[pk])
+    }
+    ids = set(last_after)
+    links = {}
+    pairs = Lesson.derived_from.through.objects.filter(from_lesson_id__in=ids, to_lesson_id__in=ids).values_list(
+        "from_lesson_id", "to_lesson_id")
+    pairs = {*pairs, *Lesson.objects.filter(pk__in=ids, superseded_by_id__in=ids).values_list("pk", "superseded_by_id")}
+    for a, b in pairs:
+        links.setdefault(a, set()).add(b)
+        links.setdefault(b, set()).add(a)
+    tied, todo = set(), [change.lesson_id]
+    while todo:
+        for other in links.get(todo.pop(), ()):
+            if other in retired and other not in tied and other != change.lesson_id:
+                tied.add(other)
+                if _status(first_pending_before[other]) != LessonStatus.ACTIVE:
+                    todo.append(other)  # undoing it retires it too: what it replaced comes back as well
+    return [c for c in changes if c.lesson_id in tied and c.reverted_by_id is None]
+
+
+def _revert_changes(*, batch, changes, actor, reason, label):
+    """Undo `changes` (all of one batch, none reverted yet) as one new batch.
+
+    Per lesson the state before its first undone change comes back; refused when a lesson was
+    changed since. When nothing of the batch is left standing, the batch counts as reverted and
+    `batch_reverted` tells the features that follow it (candidates, proposals, runs).
+    """
     first_before, last_after = {}, {}
     for c in changes:
         first_before.setdefault(c.lesson_id, c.before)
@@ -420,10 +446,8 @@ def batch_revert(*, batch, actor, reason=""):
     lessons = {l.pk: l for l in Lesson.objects.select_for_update().filter(pk__in=last_after).prefetch_related("refs")}
     for lesson_id, after in last_after.items():
         _check_revertible(lessons[lesson_id], after)
-    revert_batch = batch_create(
-        memory=batch.memory, kind=ChangeBatch.Kind.REVERT, actor=actor, reason=reason,
-        label=f"Revert of {batch.get_kind_display().lower()} #{batch.pk}" + (f": {batch.label}" if batch.label else ""),
-    )
+    revert_batch = batch_create(memory=batch.memory, kind=ChangeBatch.Kind.REVERT, actor=actor, reason=reason,
+                                label=label)
     revert_changes = {}
     for lesson_id, before in first_before.items():
         lesson = lessons[lesson_id]
@@ -434,8 +458,59 @@ def batch_revert(*, batch, actor, reason=""):
     for c in changes:
         c.reverted_by = revert_changes[c.lesson_id]
     Change.objects.bulk_update(changes, ["reverted_by"])
-    batch.reverted_by = revert_batch
-    batch.save(update_fields=["reverted_by"])
     memory_bump_version(batch.memory)
-    batch_reverted.send(sender=ChangeBatch, batch=batch, revert_batch=revert_batch)
+    if not batch.changes.filter(reverted_by__isnull=True).exists():
+        batch.reverted_by = revert_batch
+        batch.save(update_fields=["reverted_by"])
+        batch_reverted.send(sender=ChangeBatch, batch=batch, revert_batch=revert_batch)
     return revert_batch
+
+
+@transaction.atomic
+def change_revert(*, change, actor, reason=""):
+    """Undo one change, together with the changes of its batch that depend on it (see dependent_changes).
+
+    Returns the revert Change of this change's lesson.
+    """
+    change = Change.objects.select_for_update().select_related("lesson", "memory").get(pk=change.pk)
+    if change.reverted_by_id:
+        raise RevertError("This change was already reverted.")
+    batch = ChangeBatch.objects.select_for_update().select_related("memory").get(pk=change.batch_id)
+    change.batch = batch
+    tied = dependent_changes(change)
+    label = f"Revert of change #{change.pk} ({change.get_action_display().lower()})"
+    if tied:
+        label += f" with the {len(tied)} change{pluralize(len(tied))} of {batch} tied to it"
+    changes = sorted([change, *tied], key=lambda c: c.pk)
+    revert_batch = _revert_changes(batch=batch, changes=changes, actor=actor, reason=reason, label=label)
+    return revert_batch.changes.get(lesson_id=change.lesson_id)
+
+
+def batch_revertible(batch):
+    """Whether batch_revert would go through now (something left to undo, nothing changed since)."""
+    if batch.reverted_by_id:
+        return False
+    last_after = {}
+    for c in batch.changes.filter(reverted_by__isnull=True).order_by("id"):
+        last_after[c.lesson_id] = c.after
+    lessons = Lesson.objects.filter(pk__in=last_after).prefetch_related("refs")
+    return bool(last_after) and all(lesson_snapshot(l) == last_after[l.pk] for l in lessons)
+
+
+@transaction.atomic
+def batch_revert(*, batch, actor, reason=""):
+    """Undo everything one action did that is still standing, as one new batch.
+
+    Works after some of its changes were reverted one by one: those stay as they are. Refused when
+    a lesson was changed again since (the later change must go first).
+    """
+    batch = ChangeBatch.objects.select_for_update().select_related("memory").get(pk=batch.pk)
+    if batch.reverted_by_id:
+        raise RevertError("This batch was already reverted.")
+    changes = list(batch.changes.filter(reverted_by__isnull=True).order_by("id"))
+    if not changes:
+        if batch.changes.exists():
+            raise RevertError("Every change of this batch was already reverted.")
+        raise RevertError("This batch changed no lessons; there is nothing to revert.")
+    label = f"Revert of {batch.get_kind_display().lower()} #{batch.pk}" + (f": {batch.label}" if batch.label else "")
+    return _revert_changes(batch=batch, changes=changes, actor=actor, reason=reason, label=label)

@@ -5,3 +5,4 @@ from memory.pipeline.tasks import *  # noqa: F401,F403
 from memory.promotions.tasks import *  # noqa: F401,F403
 from memory.refinement.tasks import *  # noqa: F401,F403
 from memory.reflection.tasks import *  # noqa: F401,F403
+from memory.refs.tasks import *  # noqa: F401,F403

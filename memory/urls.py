@@ -8,4 +8,5 @@ urlpatterns = [
     path("refinement/", include("memory.refinement.urls")),
     path("llm/", include("memory.engines.urls")),
     path("pipeline/", include("memory.pipeline.urls")),
+    path("refs/", include("memory.refs.urls")),
 ]

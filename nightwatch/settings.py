@@ -211,11 +211,18 @@ CELERY_BEAT_SCHEDULE = {
     "refinement-nightly": {"task": "refinement.nightly", "schedule": crontab(hour=3, minute=30)},
     "refinement-sweeper": {"task": "refinement.sweep", "schedule": 60.0},
     "pipeline-sweeper": {"task": "memory.pipeline.sweep", "schedule": 60.0},
+    "refs-check": {"task": "refs.check_everywhere", "schedule": crontab(minute=15)},
 }
 # A running refinement run with no heartbeat for this long is rolled back and marked failed.
 REFINEMENT_HEARTBEAT_TIMEOUT = env_int("REFINEMENT_HEARTBEAT_TIMEOUT", 600, minimum=1)
 # A running observation-pipeline run with no progress for this long is marked failed.
 PIPELINE_HEARTBEAT_TIMEOUT = env_int("PIPELINE_HEARTBEAT_TIMEOUT", 600, minimum=1)
+
+# Local clones of the projects' repositories, read (never written) to check lessons' code refs:
+# a project's checkout path, when relative, is taken under this folder; without one, <root>/<slug>.
+PROJECT_CHECKOUT_ROOT = env_str("PROJECT_CHECKOUT_ROOT", "")
+# Where `seed_demo` writes the demo project's small git repository.
+DEMO_CHECKOUT_DIR = env_str("DEMO_CHECKOUT_DIR", str(BASE_DIR / "var" / "demo-checkouts"))
 
 # Memory rules (the seeds' constants); each memory can override the budgets.
 MEMORY_MAX_LINES = env_int("MEMORY_MAX_LINES", 150, minimum=1)

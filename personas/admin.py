@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST
 from memory.models import LessonStatus, Memory, Tier
 from personas import services
 from personas.forms import PersonaForm
-from personas.models import Persona, Project
+from personas.models import Persona, PersonaAlias, Project
 
 admin.site.site_header = "Night Watch Memory administration"
 admin.site.site_title = "Night Watch Memory admin"
@@ -93,6 +93,22 @@ class MemoryInline(admin.TabularInline):
         return obj.n_working
 
 
+@admin.register(PersonaAlias)
+class PersonaAliasAdmin(admin.ModelAdmin):
+    """Old names come from renames; deleting one frees the name (agents still using it then get 404)."""
+
+    list_display = ["name", "persona", "created_at"]
+    list_filter = ["persona"]
+    search_fields = ["name", "persona__name"]
+    list_select_related = ["persona"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Persona)
 class PersonaAdmin(admin.ModelAdmin):
     form = PersonaForm
@@ -104,9 +120,9 @@ class PersonaAdmin(admin.ModelAdmin):
     ordering = ["name"]
     actions = ["archive_selected", "restore_selected", SEED_ACTION]
     inlines = [MemoryInline]
-    readonly_fields = ["archived_at", "created_at", "updated_at"]
+    readonly_fields = ["old_names", "archived_at", "created_at", "updated_at"]
     fieldsets = [
-        (None, {"fields": ["name", "role", "avatar", "is_active", "archived_at"]}),
+        (None, {"fields": ["name", "old_names", "role", "avatar", "is_active", "archived_at"]}),
         ("Soul", {"fields": ["soul"], "description": "Who the persona is: identity, worldview, opinions, limits."}),
         ("Style", {"fields": ["style"], "description": "How the persona speaks."}),
         ("Skill", {"fields": ["skill"], "description": "How the persona works: modes and standing instructions."}),
@@ -115,6 +131,33 @@ class PersonaAdmin(admin.ModelAdmin):
             "system_prompt_override", "reflection_prompt", "refinement_prompt", "refinement_threshold"]}),
         ("Timestamps", {"classes": ["collapse"], "fields": ["created_at", "updated_at"]}),
     ]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if obj is not None:
+            form.base_fields["name"].help_text = services.RENAME_EFFECT
+        form.base_fields["refinement_prompt"].help_text = (
+            "Blank: the conservative default. Every edit is saved as a new version of the prompt (see its history "
+            "on the refinement prompt page), the same as an edit there."
+        )
+        return form
+
+    def save_model(self, request, obj, form, change):
+        """Renames and refinement-prompt edits go through the services that give them their effects."""
+        from memory.refinement.services import refinement_prompt_save
+
+        old_name = form.initial.get("name", obj.name) if change else obj.name
+        old_prompt = (form.initial.get("refinement_prompt") or "") if change else ""
+        new_prompt = obj.refinement_prompt
+        prompt_changed = new_prompt != old_prompt.strip()
+        obj.refinement_prompt = old_prompt  # written below as a version, never straight into the persona
+        with transaction.atomic():
+            super().save_model(request, obj, form, change)
+            if change and "name" in form.changed_data:
+                services.persona_renamed(persona=obj, old_name=old_name)
+            if prompt_changed:
+                refinement_prompt_save(persona=obj, text=new_prompt, user=request.user, note="edited in the admin")
+                obj.refresh_from_db(fields=["refinement_prompt"])
 
     def get_queryset(self, request):
         # One query for the whole page: lesson counts per tier come from annotations, not per row.
@@ -125,6 +168,14 @@ class PersonaAdmin(admin.ModelAdmin):
         )
 
     # --- columns ---------------------------------------------------------------------------
+
+    @admin.display(description="old names")
+    def old_names(self, obj):
+        names = [a.name for a in obj.aliases.all()] if obj.pk else []
+        if not names:
+            return "— (a rename keeps the old name here, so agents still using it keep working)"
+        link = reverse("admin:personas_personaalias_changelist") + f"?persona__id__exact={obj.pk}"
+        return format_html('{} · <a href="{}">manage</a>', ", ".join(names), link)
 
     @admin.display(description="state", ordering="archived_at")
     def state(self, obj):

@@ -1,14 +1,31 @@
 """The persona's system prompt: identity, soul, style, skill — then memory, always last."""
 
 
+def _bullets(value, indent=""):
+    """Markdown list items for a list or a mapping, nested lists and mappings indented under their key."""
+    lines = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, (list, dict)):
+                nested = _bullets(item, indent + "  ")
+                if nested:
+                    lines.append(f"{indent}- {key}:")
+                    lines.extend(nested)
+            elif str(item).strip():
+                lines.append(f"{indent}- {key}: {item}")
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, (list, dict)):
+                lines.extend(_bullets(item, indent + "  "))
+            elif str(item).strip():
+                lines.append(f"{indent}- {item}")
+    return lines
+
+
 def _as_lines(value):
     if isinstance(value, str):
         return [value] if value.strip() else []
-    if isinstance(value, list):
-        return [f"- {item}" for item in value if str(item).strip()]
-    if isinstance(value, dict):
-        return [f"- {key}: {item}" for key, item in value.items() if str(item).strip()]
-    return []
+    return _bullets(value)
 
 
 def _section(title, data, labels):

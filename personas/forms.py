@@ -80,5 +80,13 @@ class PersonaForm(forms.ModelForm):
             "system_prompt_override", "reflection_prompt", "refinement_prompt", "refinement_threshold",
         ]
 
+    def clean_refinement_prompt(self):
+        from memory.refinement.services import MAX_PROMPT_CHARS
+
+        text = (self.cleaned_data.get("refinement_prompt") or "").replace("\r\n", "\n").strip()
+        if len(text) > MAX_PROMPT_CHARS:
+            raise ValidationError(f"The prompt must be at most {MAX_PROMPT_CHARS} characters (got {len(text)}).")
+        return text
+
     def clean_name(self):
         return check_persona_name(self.cleaned_data.get("name"), exclude_pk=self.instance.pk)

@@ -80,6 +80,12 @@ class Persona(models.Model):
 
     is_active = models.BooleanField(default=True)
     archived_at = models.DateTimeField(null=True, blank=True)
+    # Night Watch finds memories by exact folder name: the one a memory was imported from is the one
+    # export writes (blank: the name itself, which is what Night Watch would use for a new persona).
+    folder_name = models.CharField(max_length=255, blank=True, help_text="Memory folder name; blank: the name.")
+    archived_folder = models.CharField(
+        max_length=255, blank=True, help_text="Folder name under .archived/; blank: <name>-<archive time in ms>."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -102,13 +108,38 @@ class Persona(models.Model):
         return self.archived_at is not None
 
     @property
+    def memory_folder(self):
+        return self.folder_name or self.name
+
+    @property
     def effective_provider(self):
         return self.provider or settings.LLM_DEFAULT_PROVIDER
 
 
+class PersonaAlias(models.Model):
+    """A former name of a persona: agents still addressing it reach the persona it was renamed to."""
+
+    persona = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="aliases")
+    name = models.CharField(max_length=100)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "old name"
+        constraints = [models.UniqueConstraint(Lower("name"), name="persona_alias_unique_ci")]
+
+    def __str__(self):
+        return self.name
+
+
 class Project(models.Model):
-    slug = models.SlugField(max_length=100, unique=True, allow_unicode=True)
+    slug = models.SlugField(max_length=100, unique=True, allow_unicode=True, help_text="Used in URLs.")
     name = models.CharField(max_length=200)
+    # Night Watch's project folder is the repository's directory name exactly as it is (spaces, dots,
+    # any Unicode form); the URL slug is derived from it separately.
+    folder_name = models.CharField(
+        max_length=255, blank=True, help_text="Memory folder name exactly as Night Watch uses it; blank: the slug."
+    )
     repository_url = models.URLField(blank=True, help_text="e.g. https://github.com/org/repo")
     repository_ref = models.CharField(max_length=200, blank=True, default="main", help_text="Branch, tag or commit.")
     checkout_path = models.CharField(max_length=500, blank=True, help_text="Optional local checkout, to check refs.")
@@ -120,14 +151,19 @@ class Project(models.Model):
     def __str__(self):
         return self.name
 
-    def permalink(self, path, start_line=None, end_line=None):
-        """A browsable URL for a code reference, or None when the project has no repository."""
+    @property
+    def memory_folder(self):
+        return self.folder_name or self.slug
+
+    def permalink(self, path, start_line=None, end_line=None, commit=None):
+        """A browsable URL for a code reference (at `commit` when given, else the branch), or None
+        when the project has no repository."""
         if not self.repository_url:
             return None
         base = self.repository_url.rstrip("/")
         if base.endswith(".git"):
             base = base[:-4]
-        url = f"{base}/blob/{self.repository_ref or 'main'}/{path.lstrip('/')}"
+        url = f"{base}/blob/{commit or self.repository_ref or 'main'}/{path.lstrip('/')}"
         if start_line:
             url += f"#L{start_line}"
             if end_line and end_line != start_line:

@@ -4,7 +4,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from personas.models import Persona
+from personas.models import Persona, PersonaAlias
 from personas.schema import validate_structured
 
 
@@ -21,6 +21,12 @@ def check_persona_name(name, *, exclude_pk=None):
         state = " (archived)" if other.is_archived else ""
         raise ValidationError(
             f"A persona named “{other.name}”{state} already exists; names are compared ignoring case."
+        )
+    alias = PersonaAlias.objects.filter(name__iexact=name).exclude(persona_id=exclude_pk).select_related("persona").first()
+    if alias is not None:
+        raise ValidationError(
+            f"“{alias.name}” is an old name of “{alias.persona.name}”, kept so agents still using it reach that "
+            "persona; remove it from that persona's old names first."
         )
     return name
 
@@ -45,9 +51,29 @@ def persona_create(*, name, role="", soul=None, style=None, skill=None, **fields
 def persona_rename(*, persona, new_name):
     """Change the display name only; memories, lessons and tokens follow the id, not the name."""
     persona = Persona.objects.select_for_update().get(pk=persona.pk)
+    old_name = persona.name
     persona.name = _name_or_field_error(new_name, exclude_pk=persona.pk)
     persona.save(update_fields=["name", "updated_at"])
+    persona_renamed(persona=persona, old_name=old_name)
     return persona
+
+
+RENAME_EFFECT = (
+    "Renaming keeps the persona's memory, history and agent tokens. The old name stays as an alias, so agents "
+    "still addressing /api/v1/memory/<old name>/… keep working (listed under Old names below; remove an alias "
+    "to free the name). Exported memory files move to a folder of the new name, as Night Watch's own rename does."
+)
+
+
+def persona_renamed(*, persona, old_name):
+    """What a rename does besides the name (RENAME_EFFECT): keep the old name as an alias, move the files."""
+    if old_name == persona.name:
+        return
+    if old_name.casefold() != persona.name.casefold():
+        PersonaAlias.objects.get_or_create(persona=persona, name=old_name)
+    PersonaAlias.objects.filter(persona=persona, name__iexact=persona.name).delete()  # its own name again
+    persona.folder_name = ""
+    persona.save(update_fields=["folder_name"])
 
 
 @transaction.atomic
@@ -56,7 +82,8 @@ def persona_archive(*, persona):
     persona = Persona.objects.select_for_update().get(pk=persona.pk)
     if persona.archived_at is None:
         persona.archived_at = timezone.now()
-        persona.save(update_fields=["archived_at", "updated_at"])
+        persona.archived_folder = ""  # exported as <name>-<this archive time>
+        persona.save(update_fields=["archived_at", "archived_folder", "updated_at"])
     return persona
 
 
@@ -65,7 +92,8 @@ def persona_restore(*, persona):
     persona = Persona.objects.select_for_update().get(pk=persona.pk)
     if persona.archived_at is not None:
         persona.archived_at = None
-        persona.save(update_fields=["archived_at", "updated_at"])
+        persona.archived_folder = ""
+        persona.save(update_fields=["archived_at", "archived_folder", "updated_at"])
     return persona
 
 

@@ -37,6 +37,12 @@ def _clear_cache():
     yield
 
 
+@pytest.fixture(autouse=True)
+def _demo_checkouts(settings, tmp_path_factory):
+    # seed_demo writes a git repository for the demo project: keep it out of the source tree.
+    settings.DEMO_CHECKOUT_DIR = str(tmp_path_factory.getbasetemp() / "demo-checkouts")
+
+
 @pytest.fixture
 def persona(db):
     return PersonaFactory()

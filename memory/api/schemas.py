@@ -50,6 +50,14 @@ class RefOut(Schema):
     start_line: int | None = None
     end_line: int | None = None
     text: str
+    status: Literal["unanchored", "valid", "moved", "changed", "gone"] = Field(
+        "unanchored", description="What the last check of the project's checkout found: moved, changed and gone "
+        "refs no longer point at the code the lesson was written about (compiled memory marks them stale).")
+    verified_commit: str | None = Field(None, description="The last commit the ref was verified at.")
+    proposed: str | None = Field(None, description="For a moved ref: where its lines are now (a person decides).")
+    note: str = ""
+    permalink: str | None = Field(None, description="The ref's lines in the repository at the verified commit "
+                                  "(in recall).")
 
 
 class LessonOut(Schema):
@@ -71,6 +79,8 @@ class ContextLesson(Schema):
     category: str
     text: str
     refs: list[str]
+    stale_refs: list[str] = Field(default_factory=list, description="Those of `refs` that no longer point at "
+                                  "the code the lesson was written about (marked `stale` in the text).")
 
 
 class ContextOut(Schema):
@@ -122,7 +132,11 @@ class InteractionOut(Schema):
 
 
 class LessonIn(Schema):
-    tool: TOOL = Field(description="save_fact, log_learning, log_error or daily_log (see the API docs for the mapping)")
+    tool: TOOL | None = Field(
+        default=None,
+        description="save_fact, log_learning, log_error or daily_log (see the API docs for the mapping); "
+        "optional when a category is given",
+    )
     text: str = Field(min_length=1, max_length=2000)
     category: CATEGORY | None = None
     refs: list[str] = Field(default_factory=list, max_length=20)

@@ -7,10 +7,11 @@ from django.db.models import Prefetch
 from django.core.exceptions import ValidationError
 
 from memory import context_cache
-from memory.models import Change, Interaction, Lesson, LessonRef, Memory
+from memory.models import Change, Interaction, Lesson, LessonRef, Memory, RefStatus
+from memory.refs import STALE_MARK
 from memory.pipeline.prompts import CONTEXT_USAGE
 from memory.selectors import compile_memory
-from personas.models import Persona, Project
+from personas.models import Persona, PersonaAlias, Project
 
 
 # --- scope: what a token may reach (the API answers 403 / 404, the MCP server a tool error) ----
@@ -24,10 +25,16 @@ class NotFound(Exception):
 
 
 def persona_in_scope(token, name):
-    """The token's persona id when `name` is its own persona."""
+    """The token's persona id when `name` is its own persona's name or one of its old names (kept on
+    rename, so agents configured before a rename keep working)."""
     if token.persona_name.casefold() == name.casefold():
         return token.persona_id
     if Persona.objects.not_archived().filter(name__iexact=name).exists():
+        raise OutOfScope(f"this token cannot reach the memory of persona {name!r}")
+    alias = PersonaAlias.objects.filter(name__iexact=name).values_list("persona_id", flat=True).first()
+    if alias == token.persona_id:
+        return token.persona_id
+    if alias is not None:
         raise OutOfScope(f"this token cannot reach the memory of persona {name!r}")
     raise NotFound(f"no persona named {name!r}")
 
@@ -76,7 +83,7 @@ def check_memory_scope(token, memory, what):
 
 
 def _refs_prefetch():
-    return Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"))
+    return Prefetch("refs", queryset=LessonRef.objects.select_related("anchor").order_by("position", "id"))
 
 
 
@@ -132,6 +139,8 @@ def context_payload(memory):
                 "category": lessons[pk].category,
                 "text": lessons[pk].text,
                 "refs": [ref.as_text() for ref in lessons[pk].refs.all()],
+                "stale_refs": [ref.as_text() for ref in lessons[pk].refs.all() if ref.anchor_id
+                               and ref.anchor.needs_review],
             }
             for pk in kept
         ],
@@ -156,9 +165,12 @@ def text_with_ids(lessons, usage=CONTEXT_USAGE):
 
 
 def lesson_line(lesson):
-    """`- [id] [CATEGORY] text (ref: a, b)` for a lesson dict whose refs are texts."""
+    """`- [id] [CATEGORY] text (ref: a, b)` for a lesson dict whose refs are texts; the refs listed in
+    its `stale_refs` are marked as compiled memory marks them."""
     tag = f"[{lesson['category']}] " if lesson["category"] else ""
-    refs = f" (ref: {', '.join(lesson['refs'])})" if lesson["refs"] else ""
+    stale = set(lesson.get("stale_refs", ()))
+    marked = [ref + (f", {STALE_MARK}" if ref in stale else "") for ref in lesson["refs"]]
+    refs = f" (ref: {', '.join(marked)})" if marked else ""
     return f"- [{lesson['id']}] {tag}{lesson['text']}{refs}"
 
 
@@ -203,7 +215,21 @@ def lesson_page(memory, *, path=None, category=None, tier=None, words=None, limi
     }
 
 
-def lesson_out(lesson):
+def _ref_out(ref, project=None):
+    anchor = ref.anchor if ref.anchor_id else None
+    commit = anchor.commit if anchor is not None and anchor.commit else None
+    return {
+        "path": ref.path, "start_line": ref.start_line, "end_line": ref.end_line, "text": ref.as_text(),
+        "status": anchor.status if anchor is not None else RefStatus.UNANCHORED,
+        "verified_commit": commit,
+        "proposed": (anchor.proposed_text or None) if anchor is not None else None,
+        "note": anchor.note if anchor is not None else "",
+        "permalink": project.permalink(ref.path, ref.start_line, ref.end_line, commit=commit) if project else None,
+    }
+
+
+def lesson_out(lesson, project=None):
+    """An API lesson; with `project` (loaded already), each ref carries its permalink."""
     return {
         "id": lesson.pk,
         "tier": lesson.tier,
@@ -214,10 +240,7 @@ def lesson_out(lesson):
         "status": lesson.status,
         "vague": lesson.vague,
         "lesson_date": lesson.lesson_date,
-        "refs": [
-            {"path": r.path, "start_line": r.start_line, "end_line": r.end_line, "text": r.as_text()}
-            for r in lesson.refs.all()
-        ],
+        "refs": [_ref_out(r, project) for r in lesson.refs.all()],
     }
 
 
@@ -229,7 +252,7 @@ def recall_payload(token, lesson_id):
     check_memory_scope(token, lesson.memory, "lesson")
     interaction = lesson.interaction
     return {
-        **lesson_out(lesson),
+        **lesson_out(lesson, lesson.memory.project),
         "persona": lesson.memory.persona.name,
         "project": lesson.memory.project.slug,
         "source_entries": source_entries(lesson),

@@ -5,6 +5,7 @@ Tool → lesson mapping (every lesson an agent writes is a working lesson; only 
 - log_learning: an insight from the session. Category OBSERVATION (default) or PATTERN.
 - log_error:    an error pattern and what to do about it. OBSERVATION; `error` (required) is kept in the text.
 - daily_log:    session progress. OBSERVATION with low relevance (the first thing a budget cuts).
+- no tool:      a plain working lesson of the given category (any of the six); a category is then required.
 Agents may set relevance low, medium or high; critical is for people, since critical lessons are never cut.
 An exact duplicate of an active lesson confirms that lesson instead of adding a copy.
 """
@@ -32,15 +33,24 @@ def _one_line(text):
     return re.sub(r"\s+", " ", text or "").strip()
 
 
+def _text(item):
+    text = item["text"].strip()
+    if "\n" in text:
+        raise ValidationError({"text": ["lesson text must be a single line"]})
+    return text
+
+
 def tool_lesson_fields(item):
     """(category, text, relevance) for one tool call; ValidationError naming the field otherwise."""
+    if not item.get("tool"):
+        if not item.get("category"):
+            raise ValidationError({"category": ["give a category (or a tool, which implies one)"]})
+        return item["category"], _text(item), item.get("relevance") or Relevance.MEDIUM
     allowed = TOOL_CATEGORIES[item["tool"]]
     category = item.get("category") or allowed[0]
     if category not in allowed:
         raise ValidationError({"category": [f"{item['tool']} takes category {' or '.join(allowed)}, not {category}"]})
-    text = item["text"].strip()
-    if "\n" in text:
-        raise ValidationError({"text": ["lesson text must be a single line"]})
+    text = _text(item)
     if item["tool"] == "log_error":
         error = _one_line(item.get("error"))
         if not error:
@@ -91,7 +101,7 @@ def agent_lessons_append(*, memory, token, items):
         if batch is None:
             batch = services.batch_create(
                 memory=memory, kind=ChangeBatch.Kind.AGENT, actor=actor,
-                label=f"Written by agent token {token.prefix}", reason=f"{item['tool']} through the agent API",
+                label=f"Written by agent token {token.prefix}", reason=f"{item.get('tool') or 'a lesson'} through the agent API",
             )
             section = services.next_section(memory)
         lesson = services.lesson_create(

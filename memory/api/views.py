@@ -155,7 +155,8 @@ def interaction_status(request, interaction_id: int):
           description=(
               "One call appends 1–20 lessons, all or nothing. Tools: `save_fact` → DECISION (or ARCHITECTURE, "
               "PATTERN); `log_learning` → OBSERVATION (or PATTERN); `log_error` → OBSERVATION with the `error` "
-              "text; `daily_log` → OBSERVATION, low relevance. All land in the working tier; an exact duplicate "
+              "text; `daily_log` → OBSERVATION, low relevance. `tool` is optional: a lesson with only a `category` "
+              "(any of the six) is stored as it is, at medium relevance unless given. All land in the working tier; an exact duplicate "
               "of an active lesson is confirmed instead of copied."
           ))
 def lessons_append(request, persona: str, project: str, payload: s.LessonsIn):

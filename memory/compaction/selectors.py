@@ -56,37 +56,6 @@ def working_budget(memory, lessons=None):
                          max_lines=memory.max_working_lines, char_budget=memory.working_char_budget)
 
 
-def over_budget_after_apply(proposal):
-    """What to tell the approver when working memory is still over a limit once `proposal` is applied ('' if not).
-
-    The lessons appended while the proposal waited are kept as they are, so they can put working
-    memory over again; the figures say by how much.
-    """
-    budget = working_budget(proposal.memory)
-    if not budget.over:
-        return ""
-    appended = (
-        Lesson.objects.filter(memory_id=proposal.memory_id, tier=Tier.WORKING, status=LessonStatus.ACTIVE)
-        .exclude(pk__in=proposal.input_lesson_ids)
-        .exclude(changes__batch_id=proposal.apply_batch_id)
-        .count()
-    )
-    parts = []
-    if budget.over_chars:
-        parts.append(f"working.md is {budget.chars} characters for a budget of {budget.char_budget} "
-                     f"({budget.chars - budget.char_budget} over)")
-    if budget.over_lines:
-        parts.append(f"{budget.lessons} working lessons for a limit of {budget.max_lines}")
-    text = "Working memory is still over budget after this compaction: " + " and ".join(parts) + "."
-    if appended:
-        text += f" It includes {_lessons(appended)} appended since the proposal, kept as written."
-    return text + " Propose a new compaction when you are ready."
-
-
-def _lessons(n):
-    return f"{n} lesson" if n == 1 else f"{n} lessons"
-
-
 def appended_since(proposal):
     """Active working lessons the proposal does not cover (appended, or restored, since): kept as they are."""
     return list(

@@ -13,7 +13,7 @@ import logging
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Prefetch
+from django.db.models import Max, Prefetch
 from django.utils import timezone
 
 from memory import services
@@ -72,6 +72,30 @@ def compaction_needed(memory, lessons=None):
     if budget.over_chars:
         return f"working.md is {budget.chars} characters, over the budget of {budget.char_budget}"
     return ""
+
+
+def over_limits_explanation(memory):
+    """Why working memory is still over its limits after a compaction ('' when it is within them)."""
+    lessons = working_lessons(memory)
+    detail = compaction_needed(memory, lessons)
+    if not detail:
+        return ""
+    why = [f"a compaction aims at {memory.compaction_target_lines} lines; it does not shorten lines to fit the "
+           f"{memory.working_char_budget}-character budget"]
+    must_keep = [lesson for lesson in lessons if lesson.is_must_keep]
+    if must_keep:
+        chars = len(render_working(with_refs(must_keep)))
+        why.append(f"{len(must_keep)} protected or critical lesson{'s' if len(must_keep) != 1 else ''} "
+                   f"({chars} characters) are never dropped")
+    applied = (CompactionProposal.objects.filter(memory=memory, status=CompactionProposal.Status.APPLIED)
+               .order_by("-id").first())
+    if applied is not None:
+        since = (Lesson.objects.filter(pk__in=[lesson.pk for lesson in lessons])
+                 .exclude(pk__in=applied.input_lesson_ids).exclude(changes__batch_id=applied.apply_batch_id).count())
+        if since:
+            why.append(f"{since} lesson{'s were' if since != 1 else ' was'} written after the proposal was made "
+                       "and kept as they are")
+    return f"{detail}. Why: " + "; ".join(why) + "."
 
 
 def _compute_draft(memory, lessons, engine):
@@ -413,6 +437,7 @@ def on_batch_reverted(sender, batch, revert_batch, **kwargs):
             status=CompactionProposal.Status.REVERTED,
             reason=f"{revert_batch} by {revert_batch.actor_display} on {revert_batch.created_at:%Y-%m-%d %H:%M}.",
         )
+        _refresh_last_compacted(proposal.memory_id)
         return
     if batch.kind != ChangeBatch.Kind.REVERT:
         return
@@ -430,3 +455,11 @@ def on_batch_reverted(sender, batch, revert_batch, **kwargs):
         status=CompactionProposal.Status.APPLIED, apply_batch=revert_batch,
         reason=f"Applied again by {revert_batch.actor_display} ({revert_batch}, undoing {batch}).",
     )
+    _refresh_last_compacted(proposal.memory_id)
+
+
+def _refresh_last_compacted(memory_id):
+    """"Compacted <date>" is the latest compaction still in force: a revert takes its date back."""
+    latest = CompactionProposal.objects.filter(memory_id=memory_id, status=CompactionProposal.Status.APPLIED) \
+        .aggregate(at=Max("apply_batch__created_at"))["at"]
+    Memory.objects.filter(pk=memory_id).update(last_compacted_at=latest)

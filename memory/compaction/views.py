@@ -16,13 +16,18 @@ from memory.compaction.services import (
     compaction_apply,
     compaction_line_update,
     compaction_mark_stale,
+    compaction_needed,
     compaction_reject,
     compaction_revert,
+    over_limits_explanation,
+    working_lessons,
 )
 from memory.compaction.staleness import covered_changes
 from memory.compaction.tasks import compaction_propose_task
+from memory.formats.lines import render_working
 from memory.models import ALL_CATEGORIES, CompactionProposal, Memory, ProposalLine
 from memory.roles import APPROVE, approver_required, viewer_required
+from memory.selectors import with_refs
 from memory.services import Actor, RevertError
 from memory.web import decide
 
@@ -53,8 +58,10 @@ def _review_context(request, pk, **extra):
     except CompactionProposal.DoesNotExist:
         raise Http404("No such compaction proposal") from None
     pending = proposal.status == CompactionProposal.Status.PENDING
+    applied = proposal.status == CompactionProposal.Status.APPLIED
     review = selectors.proposal_review(proposal)
     return {
+        "still_over": over_limits_explanation(proposal.memory) if applied else "",
         "review": review,
         "proposal": proposal,
         # While it waits: what agents appended meanwhile (kept as is) and what would make it stale.
@@ -104,18 +111,16 @@ def compaction_line_edit(request, pk, line_pk):
 @approver_required
 def compaction_apply_view(request, pk):
     proposal = get_object_or_404(CompactionProposal, pk=pk)
+
+    def applied(batch):
+        still_over = over_limits_explanation(proposal.memory)
+        if still_over:
+            messages.warning(request, f"Working memory is still over its limits: {still_over}")
+        return f"Compaction applied as {batch}. It can be reverted from this page."
+
     return decide(
         request, lambda: compaction_apply(proposal=proposal, actor=Actor.for_user(request.user)),
-        refused=CompactionError, prefix="Not applied: ", then=_detail_url(pk),
-        done=lambda batch: _applied(request, pk, batch))
-
-
-def _applied(request, pk, batch):
-    """The success message, after a warning with the figures when working memory is still over budget."""
-    over = selectors.over_budget_after_apply(CompactionProposal.objects.select_related("memory").get(pk=pk))
-    if over:
-        messages.warning(request, over)
-    return f"Compaction applied as {batch}. It can be reverted from this page."
+        refused=CompactionError, prefix="Not applied: ", then=_detail_url(pk), done=applied)
 
 
 @require_POST
@@ -160,6 +165,13 @@ def compaction_revert_view(request, pk):
         done="Compaction reverted: working memory is as it was before.")
 
 
+def _usage(memory):
+    lessons = working_lessons(memory)
+    chars = len(render_working(with_refs(lessons)))
+    return (f"{len(lessons)} of {memory.max_working_lines} lessons, "
+            f"{chars:,} of {memory.working_char_budget:,} characters")
+
+
 @require_POST
 @approver_required
 def compaction_propose_view(request, memory_pk):
@@ -170,6 +182,10 @@ def compaction_propose_view(request, memory_pk):
         return _redirect(request, _detail_url(pending.pk))
     if not memory.lessons.filter(tier="working", status="active").exists():
         messages.error(request, "Working memory is empty; there is nothing to compact.")
+        return _redirect(request, reverse("compaction-list"))
+    if not compaction_needed(memory):
+        messages.info(request, f"Nothing to compact: {memory}'s working memory is within its limits "
+                               f"({_usage(memory)}). No proposal was made.")
         return _redirect(request, reverse("compaction-list"))
     user_id = request.user.pk
     transaction.on_commit(lambda: compaction_propose_task.delay(memory.pk, user_id))

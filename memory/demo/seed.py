@@ -26,6 +26,7 @@ DEMO_HOOKS = [
     "memory.compaction.demo",
     "memory.refinement.demo",
     "memory.pipeline.demo",
+    "memory.refs.demo",
 ]
 
 ACTOR = services.Actor.system("demo data")

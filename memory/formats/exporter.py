@@ -1,7 +1,8 @@
 """Export memories to the Night Watch file layout (see `memory.formats.nightwatch`).
 
-Only active lessons are written, core.md and working.md for every memory, archived personas under
-`.archived/<name>-<epoch ms>/`. Every file is written atomically (a temporary file in the same
+Only active lessons are written, core.md and working.md for every memory, under the folder names
+each memory was imported from (new ones: the persona's name and the project's slug), archived
+personas under their own `.archived/` folder (new ones: `.archived/<name>-<epoch ms>/`). Every file is written atomically (a temporary file in the same
 folder, then `os.replace`), so a reader sees the old file or the new one, never half of one. A file
 whose content would change is first kept as `<file>.bak-<UTC timestamp>`; a file that would not
 change is left alone.
@@ -63,12 +64,14 @@ def _segment(kind, value):
 
 
 def memory_folder(root, memory):
+    """Where a memory's files go: the folder names it was imported under, else the names Night Watch would use."""
     persona = memory.persona
-    project = _segment("project slug", memory.project.slug)
+    project = _segment("project folder" if memory.project.folder_name else "project slug", memory.project.memory_folder)
     if persona.archived_at is not None:
-        base = Path(root) / ARCHIVED_DIR / archived_folder_name(_segment("persona name", persona.name), persona.archived_at)
+        archived = persona.archived_folder or archived_folder_name(persona.memory_folder, persona.archived_at)
+        base = Path(root) / ARCHIVED_DIR / _segment("archived persona folder", archived)
     else:
-        base = Path(root) / _segment("persona name", persona.name)
+        base = Path(root) / _segment("persona folder" if persona.folder_name else "persona name", persona.memory_folder)
     return base / MEMORIES_DIR / project
 
 

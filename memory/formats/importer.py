@@ -12,7 +12,11 @@ promoted since the last import is not brought back; only lessons whose creation 
 matched as a multiset, so a bullet written twice in a file is imported twice, and importing the
 same tree again adds nothing. Lines without a date (bullets before the first section header, core
 lines without `(promoted …)`, unparsed lines) match a stored lesson of the same content on any
-date, and take the import day when added.
+date; when added they are stored undated (the import day only orders them) and exported undated.
+
+Folder names are kept exactly as read (spaces, dots, decomposed Unicode): Night Watch finds a
+memory by its exact folder name, so export writes the same name. The project's URL slug is
+derived from the folder name separately.
 
 Unchanged folders. Each import remembers, per root and memory folder, the hash of the folder's
 files and the version it left the memory at (`ImportedFolder`). When both are the same the next
@@ -21,7 +25,9 @@ the memory in between (an edit, a deletion, a revert) or to the files sends it t
 comparison above.
 """
 
+import re
 import sqlite3
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,12 +41,14 @@ from django.utils.text import slugify
 from memory import services
 from memory.formats.nightwatch import TreeError
 from memory.models import Change, ChangeBatch, ImportedFolder, Lesson, LessonRef, LessonStatus, Memory, content_hash
+from memory.refs.services import schedule_anchoring
 from memory.signals import working_lessons_added
 from personas.models import Persona, Project
 
 PERSONA_NAME_MAX = Persona._meta.get_field("name").max_length
 PROJECT_SLUG_MAX = Project._meta.get_field("slug").max_length
 PROJECT_NAME_MAX = Project._meta.get_field("name").max_length
+HEADING_MAX = Lesson._meta.get_field("section_heading").max_length
 
 
 @dataclass
@@ -137,33 +145,64 @@ def _find_persona(folder, report):
     name = folder.persona_name.strip()
     if not name or len(name) > PERSONA_NAME_MAX:
         raise TreeError(f"persona folder {name!r}: a persona name must be 1 to {PERSONA_NAME_MAX} characters")
-    persona = Persona.objects.filter(name__iexact=name).first()
     if folder.archived_at is None:
+        persona = Persona.objects.filter(name__iexact=name).first()
         if persona is None:
-            persona = Persona.objects.create(name=name)
+            persona = Persona.objects.create(name=name, folder_name=_kept_name(folder.persona_folder, name))
             report.created.append("persona")
-        elif persona.archived_at is not None:
-            report.notes.append(f"persona {persona.name} is archived here; its memory was updated all the same")
+        else:
+            if persona.archived_at is not None:
+                report.notes.append(f"persona {persona.name} is archived here; its memory was updated all the same")
+            if not persona.folder_name and _kept_name(folder.persona_folder, persona.name):
+                persona.folder_name = folder.persona_folder
+                persona.save(update_fields=["folder_name"])
         return persona
+    persona = Persona.objects.filter(archived_folder=folder.archived_folder).first()
+    if persona is not None:
+        return persona
+    persona = Persona.objects.filter(name__iexact=name).first()
     if persona is not None and persona.archived_at is None:
         # The name now belongs to an active persona: keep the archived one apart, under its folder name.
-        name = folder.archived_folder
+        name = unicodedata.normalize("NFC", folder.archived_folder)
         if len(name) > PERSONA_NAME_MAX:
             raise TreeError(f"archived folder {name!r}: a persona name must be at most {PERSONA_NAME_MAX} characters")
         persona = Persona.objects.filter(name__iexact=name).first()
     if persona is None:
         persona = Persona.objects.create(name=name, archived_at=folder.archived_at)
         report.created.append("persona")
+    if not persona.archived_folder:
+        # Exported back under this very folder, never under a second timestamp.
+        persona.archived_folder = folder.archived_folder
+        persona.save(update_fields=["archived_folder"])
     return persona
 
 
+def _kept_name(folder_name, default):
+    """The folder name to remember: only when it differs from what export would derive."""
+    return folder_name if folder_name and folder_name != default else ""
+
+
 def project_slug_for(folder_name):
-    """The folder name itself when it is a valid slug, else its slugified form."""
+    """A URL slug for a project folder: the folder name itself when it is a valid slug.
+
+    Otherwise spaces and dots become '-' and the rest is slugified; the folder keeps its own name.
+    """
     try:
         validate_unicode_slug(folder_name)
         return folder_name
     except ValidationError:
-        return slugify(folder_name, allow_unicode=True)
+        spaced = re.sub(r"[\s.]+", "-", unicodedata.normalize("NFC", folder_name))
+        return slugify(spaced, allow_unicode=True).strip("-_")
+
+
+def _unused_slug(slug):
+    slug = slug[:PROJECT_SLUG_MAX]
+    candidate, n = slug, 1
+    while Project.objects.filter(slug=candidate).exists():
+        n += 1
+        suffix = f"-{n}"
+        candidate = slug[: PROJECT_SLUG_MAX - len(suffix)] + suffix
+    return candidate
 
 
 def _project_for(folder, report, cache):
@@ -174,19 +213,31 @@ def _project_for(folder, report, cache):
 
 
 def _find_project(folder, report):
+    """The project whose memory folder is exactly this name (Night Watch compares names exactly)."""
     folder_name = folder.project_folder
+    project = (
+        Project.objects.filter(folder_name=folder_name).first()
+        or Project.objects.filter(folder_name="", slug=folder_name).first()
+    )
+    if project is not None:
+        return project
     slug = project_slug_for(folder_name)
-    if not slug or len(slug) > PROJECT_SLUG_MAX:
+    if not slug:
         raise TreeError(
-            f"project folder {folder_name!r} gives no usable slug (letters, digits, '-' or '_', "
-            f"at most {PROJECT_SLUG_MAX} characters)"
+            f"project folder {folder_name!r} gives no usable URL slug (it needs a letter or a digit)"
         )
-    project = Project.objects.filter(slug=slug).first()
-    if project is None:
-        project = Project.objects.create(slug=slug, name=folder_name[:PROJECT_NAME_MAX])
-        report.created.append("project")
+    name = unicodedata.normalize("NFC", folder_name)[:PROJECT_NAME_MAX]
+    earlier = Project.objects.filter(folder_name="", slug=slug, name=name).exclude(slug=folder_name).first()
+    if earlier is not None:
+        # Imported before folder names were kept (named after the folder, slugified): the same project.
+        earlier.folder_name = folder_name
+        earlier.save(update_fields=["folder_name"])
+        return earlier
+    slug = _unused_slug(slug)
+    project = Project.objects.create(slug=slug, name=name, folder_name=_kept_name(folder_name, slug))
+    report.created.append("project")
     if slug != folder_name:
-        report.notes.append(f"project folder {folder_name!r} is the project with slug {slug!r} (exported under that name)")
+        report.notes.append(f"project folder {folder_name!r} has the URL slug {slug!r}; it is exported under its folder name")
     return project
 
 
@@ -271,7 +322,7 @@ class _Inserter:
 
 
 _LESSON_COLUMNS = ("memory_id", "tier", "category", "text", "lesson_date", "section", "unparsed", "raw_line",
-                   "content_hash")
+                   "content_hash", "undated", "section_heading")
 _REF_COLUMNS = ("lesson_id", "path", "start_line", "end_line", "position")
 _CHANGE_COLUMNS = ("batch_id", "memory_id", "lesson_id", "action", "after")
 
@@ -308,7 +359,8 @@ def _insert_lessons(memory, batch, lines, today, base, cache):
         day = line.lesson_date or today
         section = base if line.tier == "core" else base + 1 + line.section
         rows.append((memory.pk, line.tier, line.category, line.text, day, section, line.unparsed,
-                     line.raw_line if line.unparsed else "", content_hash(line.text)))
+                     line.raw_line if line.unparsed else "", content_hash(line.text), line.lesson_date is None,
+                     line.heading if len(line.heading) <= HEADING_MAX else ""))
         snapshots.append(services.lesson_snapshot(_Snapshot(line.tier, line.category, line.text, day), line.refs))
     ids = lesson_inserter.insert(rows, returning=True)
     refs = [
@@ -356,6 +408,8 @@ def memory_import_folder(*, folder, actor, label, today=None, cache=None, bump=T
         reason=f"Imported from {folder.path}",
     )
     ids = _insert_lessons(memory, batch, new_lines, today or timezone.localdate(), base, cache)
+    if any(line.refs for line in new_lines):
+        schedule_anchoring(memory.pk)  # bulk inserts skip the per-lesson anchoring of services
     report.working_ids = [pk for pk, line in zip(ids, new_lines) if line.tier == "working"]
     if bump:
         report.memory_version = services.memory_bump_version(memory)

@@ -4,6 +4,9 @@ working.md:  ## 2025-01-31 [OBSERVATION]
              - [OBSERVATION] text (ref: src/a.ts#L1-L2)
              <blank line>
 core.md:     - [PATTERN] text (ref: src/a.ts#L1) (promoted 2025-01-31)
+
+Lessons imported without a date stay without one: bare lines before the first section of
+working.md, no `(promoted …)` in core.md.
 """
 
 from memory.refs import format_ref_list
@@ -25,7 +28,9 @@ def working_line(category, text, refs=()):
 
 
 def core_line(category, text, refs, promoted_on):
-    return f"{_body(category, text, refs)} (promoted {promoted_on.isoformat()})"
+    """promoted_on None: a core line imported without a date stays without one."""
+    body = _body(category, text, refs)
+    return f"{body} (promoted {promoted_on.isoformat()})" if promoted_on else body
 
 
 def section_header(day, category):
@@ -37,7 +42,7 @@ def lesson_line(lesson, refs):
     if lesson.unparsed:
         return lesson.raw_line
     if lesson.tier == "core":
-        return core_line(lesson.category, lesson.text, refs, lesson.lesson_date)
+        return core_line(lesson.category, lesson.text, refs, None if _undated(lesson) else lesson.lesson_date)
     return working_line(lesson.category, lesson.text, refs)
 
 
@@ -46,23 +51,39 @@ def render_core(lessons_with_refs):
     return "".join(lesson_line(lesson, refs) + "\n" for lesson, refs in lessons_with_refs)
 
 
+def _undated(lesson):
+    return getattr(lesson, "undated", False)
+
+
 def working_sections(lessons_with_refs):
-    """Group consecutive lessons of one (date, section) into the dated sections of working.md."""
+    """Group consecutive lessons of one (date, section) into the sections of working.md.
+
+    Returns [(heading, items)]; heading None for lessons imported without a date, written bare.
+    """
     sections = []
     current_key = None
     for lesson, refs in lessons_with_refs:
-        key = (lesson.lesson_date, lesson.section)
+        undated = _undated(lesson)
+        key = (lesson.lesson_date, lesson.section, undated)
         if key != current_key:
-            sections.append((lesson.lesson_date, []))
+            sections.append((None if undated else section_heading(lesson), []))
             current_key = key
         sections[-1][1].append((lesson, refs))
     return sections
 
 
-def render_section(day, items):
-    first = items[0][0]
-    header = section_header(day, "" if first.unparsed else first.category)
-    return header + "\n" + "".join(lesson_line(lesson, refs) + "\n" for lesson, refs in items) + "\n"
+def section_heading(lesson):
+    # The header an imported section had is kept as read; otherwise the tag is the first bullet's.
+    kept = getattr(lesson, "section_heading", "")
+    return kept or section_header(lesson.lesson_date, "" if lesson.unparsed else lesson.category)
+
+
+def render_section(heading, items, last=False):
+    body = "".join(lesson_line(lesson, refs) + "\n" for lesson, refs in items)
+    if heading is None:
+        # Bare lines as a compacted file holds them; a blank line only to part them from what follows.
+        return body if last else body + "\n"
+    return heading + "\n" + body + "\n"
 
 
 def working_order(lessons_with_refs):
@@ -77,4 +98,6 @@ def working_order(lessons_with_refs):
 
 def render_working(lessons_with_refs):
     sections = working_sections(working_order(lessons_with_refs))
-    return "".join(render_section(day, items) for day, items in sections)
+    return "".join(
+        render_section(heading, items, last=i == len(sections) - 1) for i, (heading, items) in enumerate(sections)
+    )

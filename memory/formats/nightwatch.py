@@ -74,6 +74,7 @@ class ParsedLine:
     refs: list = field(default_factory=list)
     lesson_date: date | None = None  # None: the file does not say
     section: int = 0  # index of the dated section within its file; 0 before the first header
+    heading: str = ""  # the section's header line as read; "" before the first header
     unparsed: bool = False
     raw_line: str = ""
     problem: str = ""
@@ -85,9 +86,10 @@ class ParsedLine:
 
 @dataclass
 class MemoryFolder:
-    persona_name: str
-    project_folder: str
+    persona_name: str  # the persona's name (composed Unicode form)
+    project_folder: str  # the folder name exactly as on disk
     path: Path
+    persona_folder: str = ""  # the persona's folder name exactly as on disk (active personas)
     archived_at: datetime | None = None
     archived_folder: str = ""  # the folder name under .archived/
     # sha256 of the files it was read from ("" when not known): an import skips a folder whose
@@ -182,10 +184,10 @@ def parse_bullet(line, *, tier):
     return category, text, refs, promoted_on
 
 
-def _unparsed(source, line_no, tier, raw, problem, day=None, section=0):
+def _unparsed(source, line_no, tier, raw, problem, day=None, section=0, heading=""):
     return ParsedLine(
         source=source, line_no=line_no, tier=tier, text=raw.strip(), lesson_date=day, section=section,
-        unparsed=True, raw_line=raw, problem=problem,
+        heading=heading, unparsed=True, raw_line=raw, problem=problem,
     )
 
 
@@ -196,8 +198,8 @@ def _lines(text):
 # --- one file ------------------------------------------------------------------------------
 
 def parse_working(text, source=WORKING_FILE):
-    """Dated sections of bullets. Lines before the first header have no date."""
-    parsed, day, section = [], None, 0
+    """Dated sections of bullets. Lines before the first header have no date (and stay undated)."""
+    parsed, day, section, heading = [], None, 0, ""
     for line_no, raw in enumerate(_lines(text), start=1):
         if not raw.strip():
             continue
@@ -205,18 +207,19 @@ def parse_working(text, source=WORKING_FILE):
             try:
                 day = _parse_day(header["day"])
             except LineError as exc:
-                parsed.append(_unparsed(source, line_no, Tier.WORKING, raw, str(exc), day, section))
+                parsed.append(_unparsed(source, line_no, Tier.WORKING, raw, str(exc), day, section, heading))
                 continue
             section += 1
+            heading = raw.rstrip()
             continue
         try:
             category, body, refs, _ = parse_bullet(raw, tier=Tier.WORKING)
         except LineError as exc:
-            parsed.append(_unparsed(source, line_no, Tier.WORKING, raw, str(exc), day, section))
+            parsed.append(_unparsed(source, line_no, Tier.WORKING, raw, str(exc), day, section, heading))
             continue
         parsed.append(ParsedLine(
             source=source, line_no=line_no, tier=Tier.WORKING, category=category, text=body, refs=refs,
-            lesson_date=day, section=section, raw_line=raw,
+            lesson_date=day, section=section, heading=heading, raw_line=raw,
         ))
     return parsed
 
@@ -296,7 +299,8 @@ def _visible_dirs(path):
     return sorted((p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")), key=lambda p: p.name)
 
 
-def read_memory_folder(folder, root, persona_name, project_folder, archived_at=None, archived_folder=""):
+def read_memory_folder(folder, root, persona_name, project_folder, archived_at=None, archived_folder="",
+                       persona_folder=""):
     """The folder's files are read (and must be UTF-8) now; their lines are parsed when first asked for."""
     rel = folder.relative_to(root).as_posix()
     texts, digest = {}, hashlib.sha256()
@@ -318,7 +322,8 @@ def read_memory_folder(folder, root, persona_name, project_folder, archived_at=N
 
     return MemoryFolder(
         persona_name=persona_name, project_folder=project_folder, path=folder,
-        archived_at=archived_at, archived_folder=archived_folder, digest=digest.hexdigest(), parser=parse,
+        archived_at=archived_at, archived_folder=archived_folder, persona_folder=persona_folder,
+        digest=digest.hexdigest(), parser=parse,
     )
 
 
@@ -352,7 +357,8 @@ def _persona_memories(persona_dir, root, persona_name, tree, archived_at=None, a
             tree.warnings.append(f"{project_dir.relative_to(root).as_posix()}: no memory files; skipped")
             continue
         tree.memories.append(read_memory_folder(
-            project_dir, root, _nfc(persona_name), _nfc(project_dir.name), archived_at, archived_folder
+            project_dir, root, _nfc(persona_name), project_dir.name, archived_at, archived_folder,
+            persona_folder="" if archived_folder else persona_dir.name,
         ))
 
 

@@ -8,11 +8,14 @@ from django.db.models import Prefetch, Q
 
 from memory.formats.lines import render_core, render_working
 from memory.models import Change, ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, Tier
+from memory.refs.models import NEEDS_REVIEW
 from memory.review_queue import pending_review_counts
 from memory.selectors import compile_memory
 from personas.models import Persona, Project
 
 _REFS = Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"))
+# The memory page shows what the last check found beside each ref.
+_REFS_CHECKED = Prefetch("refs", queryset=LessonRef.objects.select_related("anchor").order_by("position", "id"))
 
 
 @dataclass
@@ -43,7 +46,8 @@ def active_by_memory(memory_ids):
     grouped = defaultdict(lambda: ([], []))
     lessons = (
         Lesson.objects.filter(memory_id__in=memory_ids, status=LessonStatus.ACTIVE)
-        .only("id", "memory_id", "tier", "category", "text", "lesson_date", "section", "unparsed", "raw_line")
+        .only("id", "memory_id", "tier", "category", "text", "lesson_date", "section", "unparsed", "raw_line",
+              "undated", "section_heading")
         .prefetch_related(_REFS)
         .order_by("id")
     )
@@ -116,7 +120,7 @@ STATUS_CHOICES = [("active", "Active"), ("promoted", "Promoted"), ("superseded",
                   ("deleted", "Deleted"), ("all", "Any status")]
 
 
-def lesson_queryset(memory, *, tier="", category="", relevance="", status="active", q="", path=""):
+def lesson_queryset(memory, *, tier="", category="", relevance="", status="active", q="", path="", refs=""):
     """The memory page's lessons: core first, then working, each in file order."""
     lessons = Lesson.objects.filter(memory=memory)
     if tier:
@@ -131,9 +135,11 @@ def lesson_queryset(memory, *, tier="", category="", relevance="", status="activ
         lessons = lessons.filter(Q(text__icontains=q) | Q(refs__path__icontains=q)).distinct()
     if path:
         lessons = lessons.touching_path(path)
+    if refs == "review":
+        lessons = lessons.filter(refs__anchor__status__in=NEEDS_REVIEW).distinct()
     return (
         lessons.select_related("interaction", "superseded_by")
-        .prefetch_related(_REFS, Prefetch("derived_from", queryset=Lesson.objects.only("id", "tier", "text")))
+        .prefetch_related(_REFS_CHECKED, Prefetch("derived_from", queryset=Lesson.objects.only("id", "tier", "text")))
         .order_by("tier", "id")  # "core" sorts before "working"
     )
 
@@ -141,7 +147,7 @@ def lesson_queryset(memory, *, tier="", category="", relevance="", status="activ
 def lesson_with_context(lesson_id):
     return (
         Lesson.objects.select_related("memory__persona", "memory__project", "interaction", "superseded_by")
-        .prefetch_related(_REFS, Prefetch("derived_from", queryset=Lesson.objects.only("id", "tier", "text")))
+        .prefetch_related(_REFS_CHECKED, Prefetch("derived_from", queryset=Lesson.objects.only("id", "tier", "text")))
         .get(pk=lesson_id)
     )
 

@@ -34,6 +34,7 @@ from memory.api.selectors import (
     readable_projects, recall_payload, text_with_ids, write_scope,
 )
 from memory.api.services import agent_interaction_submit, agent_lessons_write
+from memory.refs.models import NEEDS_REVIEW
 
 SERVER_NAME = "night-watch-memory"
 RESOURCE_TEMPLATE = "memory://{persona}/{project}"
@@ -305,7 +306,9 @@ def _register(server):
         _, slug, memory = read_scope(token, *_target(token, persona, project))
         page = lesson_page(memory, path=path, category=category, tier=tier, words=words, limit=limit,
                            offset=offset)
-        lines = [lesson_line({**item, "refs": [ref["text"] for ref in item["refs"]]}) for item in page["items"]]
+        lines = [lesson_line({**item, "refs": [ref["text"] for ref in item["refs"]],
+                              "stale_refs": [ref["text"] for ref in item["refs"] if ref["status"] in NEEDS_REVIEW]})
+                 for item in page["items"]]
         more = f"; next page: offset={page['next_offset']}" if page["next_offset"] is not None else ""
         header = f"{page['count']} lesson(s) in {slug} match{more}."
         return _result("\n".join([header, *lines]) + "\n", {"project": slug, **page})

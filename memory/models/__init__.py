@@ -23,3 +23,4 @@ from memory.formats.models import *  # noqa: F401,F403,E402
 from memory.pipeline.models import *  # noqa: F401,F403,E402
 from memory.promotions.models import *  # noqa: F401,F403,E402
 from memory.refinement.models import *  # noqa: F401,F403,E402
+from memory.refs.models import *  # noqa: F401,F403,E402

@@ -132,6 +132,12 @@ class Lesson(models.Model):
     # A line the file importer could not parse is kept verbatim here and written back unchanged.
     unparsed = models.BooleanField(default=False)
     raw_line = models.TextField(blank=True)
+    # Imported without a date (a headerless working.md, a core line without "(promoted …)"): lesson_date
+    # holds the import day for ordering, and files keep the lesson undated.
+    undated = models.BooleanField(default=False)
+    # The `## YYYY-MM-DD [TAG]` line of the imported section, written back as read (Night Watch's own
+    # promotion can leave a header whose tag no longer matches the first bullet). Blank: derived.
+    section_heading = models.CharField(max_length=100, blank=True)
     vague = models.BooleanField(default=False, help_text="Flagged by reflection parsing: no file, symbol or number.")
     content_hash = models.CharField(max_length=64, db_index=True)
 
@@ -202,6 +208,10 @@ class LessonRef(models.Model):
     start_line = models.PositiveIntegerField(null=True, blank=True)
     end_line = models.PositiveIntegerField(null=True, blank=True)
     position = models.PositiveSmallIntegerField(default=0)
+    # Where the ref was last seen true in the repository (memory.refs); rows are replaced on
+    # every write, the anchor outlives them.
+    anchor = models.ForeignKey("memory.RefAnchor", null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="refs")
 
     class Meta:
         ordering = ["lesson_id", "position", "id"]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models import Case, DateField, F, Value, When
 from django.utils import timezone
 
 from memory import services
@@ -104,7 +105,10 @@ def _load_facts(memory):
     rows = list(
         Lesson.objects.filter(memory=memory, tier=Tier.WORKING, status=LessonStatus.ACTIVE)
         .order_by("id")
-        .values_list("id", "text", "content_hash", "lesson_date")
+        # A lesson imported without a date only carries the import day for ordering: it is no date seen.
+        .annotate(seen_on=Case(When(undated=True, then=Value(None)), default=F("lesson_date"),
+                               output_field=DateField()))
+        .values_list("id", "text", "content_hash", "seen_on")
     )
     paths = defaultdict(list)
     for lesson_id, path in LessonRef.objects.filter(

@@ -126,4 +126,4 @@ def test_a_hook_that_fails_to_import_something_else_is_not_hidden(monkeypatch):
 
 def test_default_hook_list():
     assert seed.DEMO_HOOKS == ["memory.promotions.demo", "memory.compaction.demo", "memory.refinement.demo",
-                               "memory.pipeline.demo"]
+                               "memory.pipeline.demo", "memory.refs.demo"]

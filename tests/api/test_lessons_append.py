@@ -115,3 +115,19 @@ def test_oversized_body_is_413(agent, persona, project, settings):
     response = post(agent, persona, project, *[{"tool": "daily_log", "text": "y" * 100}] * 12)
     assert response.status_code == 413
     assert not Lesson.objects.exists()
+
+
+@pytest.mark.parametrize("category", ["DECISION", "PATTERN", "HYPOTHESIS", "TODO"])
+def test_a_category_without_a_tool_is_enough(agent, persona, project, category):
+    response = post(agent, persona, project, {"category": category, "text": "Retries back off exponentially"})
+    assert response.status_code == 201, response.content
+    lesson = Lesson.objects.get()
+    assert (lesson.tier, lesson.category, lesson.relevance) == ("working", category, "medium")
+    assert ChangeBatch.objects.get().reason == "a lesson through the agent API"
+
+
+def test_neither_tool_nor_category_is_refused_and_writes_nothing(agent, persona, project):
+    response = post(agent, persona, project, {"category": "PATTERN", "text": "fine"}, {"text": "no kind at all"})
+    assert response.status_code == 422
+    assert response.json()["fields"] == {"lessons.1.category": ["give a category (or a tool, which implies one)"]}
+    assert not Lesson.objects.exists()

@@ -55,8 +55,10 @@ def test_items_carry_refs_and_deleted_lessons_are_left_out(agent, persona, proje
     data = agent.get(memory_url(persona, project, "lessons"), {"path": "src/"}).json()
     assert lessons["authz"].pk not in [item["id"] for item in data["items"]]
     first = data["items"][0]
+    # No checkout of the project: the ref is unanchored (not checked), with nothing proposed.
     assert first["refs"] == [{"path": "src/auth/login.py", "start_line": 10, "end_line": 20,
-                              "text": "src/auth/login.py#L10-L20"}]
+                              "text": "src/auth/login.py#L10-L20", "status": "unanchored", "verified_commit": None,
+                              "proposed": None, "note": "", "permalink": None}]
     assert first["category"] == "OBSERVATION" and first["tier"] == "working" and first["vague"] is False
 
 

@@ -34,3 +34,16 @@ def test_prompt_query_count_is_constant(agent, persona, project, memory, django_
     agent.get(url)
     with django_assert_num_queries(1):
         agent.get(url)
+
+
+def test_prompt_renders_nested_soul_style_and_skill_as_markdown_lists(agent, persona, project, memory):
+    persona.soul = {"opinions": {"dependencies": ["Pin them", "Audit them"], "tests": "Real database"}}
+    persona.style = {"emojiUsage": {"allowed": False, "favourites": []}, "wordsUsed": ["concretely"]}
+    persona.skill = {"modes": {"review": {"focus": ["security", "naming"]}}}
+    persona.save()
+    text = agent.get(memory_url(persona, project, "prompt")).content.decode()
+    opinions = text[text.index("### Opinions\n"):text.index("\n\n## Style")]  # key order is the database's (jsonb sorts)
+    assert "\n- dependencies:\n  - Pin them\n  - Audit them" in opinions and "\n- tests: Real database" in opinions
+    assert "### Words I use\n- concretely\n### Emoji\n- allowed: False\n" in text
+    assert "### Modes\n- review:\n  - focus:\n    - security\n    - naming\n" in text
+    assert "[" not in text and "{" not in text

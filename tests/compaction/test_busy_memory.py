@@ -7,8 +7,13 @@ from django.core.exceptions import ValidationError
 
 from memory import services
 from memory.api.services import agent_lessons_append
-from memory.compaction.selectors import over_budget_after_apply
-from memory.compaction.services import StaleProposal, compaction_apply, compaction_propose, compaction_revert
+from memory.compaction.services import (
+    StaleProposal,
+    compaction_apply,
+    compaction_propose,
+    compaction_revert,
+    over_limits_explanation,
+)
 from memory.formats.exporter import render_memory_files
 from memory.models import AgentToken, ChangeBatch, CompactionProposal, Lesson, LessonConfirmation
 from tests.compaction.helpers import ScriptedEngine, memory_state
@@ -135,7 +140,7 @@ def test_revert_restores_the_covered_lessons_and_leaves_appended_ones_alone(memo
 
 
 def test_after_apply_the_budget_message_gives_the_figures(memory, lessons, proposal, actor, token):
-    assert over_budget_after_apply(proposal) == ""
+    assert over_limits_explanation(memory) == ""
     memory.working_char_budget = 400
     memory.save()
     _append(memory, token, *[f"Appended lesson {i} about the upload retry path in src/upload/retry_{i}.py"
@@ -145,11 +150,9 @@ def test_after_apply_the_budget_message_gives_the_figures(memory, lessons, propo
 
     chars = len(render_memory_files(memory)["working.md"][0])
     assert chars > 400
-    assert over_budget_after_apply(proposal) == (
-        f"Working memory is still over budget after this compaction: working.md is {chars} characters for a "
-        f"budget of 400 ({chars - 400} over). It includes 4 lessons appended since the proposal, kept as "
-        "written. Propose a new compaction when you are ready."
-    )
+    explanation = over_limits_explanation(memory)
+    assert explanation.startswith(f"working.md is {chars} characters, over the budget of 400. Why: ")
+    assert "4 lessons were written after the proposal was made and kept as they are" in explanation
 
 
 def test_a_proposal_made_before_fingerprints_falls_back_to_the_memory_version(memory, lessons, proposal, actor):

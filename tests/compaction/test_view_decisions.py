@@ -94,10 +94,11 @@ def test_apply_says_when_the_kept_lessons_leave_working_memory_over_budget(clien
     response = client_for(approver).post(reverse("compaction-apply", args=[proposal.pk]), follow=True)
     html = response.content.decode()
     assert "Compaction applied" in html
-    assert "Working memory is still over budget after this compaction: working.md is " in html
-    assert "characters for a budget of 300" in html and "It includes 3 lessons appended since the proposal" in html
+    assert "Working memory is still over its limits: working.md is " in html
+    assert "over the budget of 300" in html
+    assert "3 lessons were written after the proposal was made and kept as they are" in html
 
 
 def test_apply_within_budget_says_nothing_about_the_budget(client_for, approver, proposal):
     html = client_for(approver).post(reverse("compaction-apply", args=[proposal.pk]), follow=True).content.decode()
-    assert "Compaction applied" in html and "still over budget" not in html
+    assert "Compaction applied" in html and "still over its limits" not in html

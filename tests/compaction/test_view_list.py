@@ -41,6 +41,8 @@ def test_list_page_query_count_does_not_grow(client_for, approver, actor, django
 
 
 def test_propose_button(client_for, approver, memory, django_capture_on_commit_callbacks):
+    memory.max_working_lines = 1  # over its limit: there is something to compact
+    memory.save()
     make_lesson(memory, "A lesson about src/a.py", refs="src/a.py#L1")
     make_lesson(memory, "A lesson about src/a.py", refs="src/a.py#L2")
     client = client_for(approver)
@@ -53,3 +55,18 @@ def test_propose_button(client_for, approver, memory, django_capture_on_commit_c
     again = client.post(reverse("compaction-propose", args=[memory.pk]))
     assert again["Location"] == reverse("compaction-detail", args=[proposal.pk])
     assert CompactionProposal.objects.count() == 1
+
+
+def test_proposing_on_a_memory_within_its_limits_says_there_is_nothing_to_compact(
+        client_for, approver, memory, django_capture_on_commit_callbacks):
+    from django.contrib.messages import get_messages
+
+    for i in range(16):
+        make_lesson(memory, f"Distinct lesson {i} about src/mod_{i}.py", refs=f"src/mod_{i}.py#L{i + 1}")
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        response = client_for(approver).post(reverse("compaction-propose", args=[memory.pk]))
+    assert response.status_code == 302 and not callbacks
+    (message,) = [str(m) for m in get_messages(response.wsgi_request)]
+    assert message.startswith(f"Nothing to compact: {memory}'s working memory is within its limits (16 of 150 lessons, ")
+    assert not CompactionProposal.objects.exists()
+

@@ -245,7 +245,7 @@ def test_unicode_and_spaced_names(tmp_path, run_command):
     assert Project.objects.filter(slug="café-app").exists()
     project = Project.objects.get(name="My Project")
     assert project.slug == "my-project"
-    assert "project folder 'My Project' is the project with slug 'my-project'" in out
+    assert "project folder 'My Project' has the URL slug 'my-project'" in out
     assert Lesson.objects.get(tier="core").text == "日本語の決定"
     assert Lesson.objects.get(tier="working").refs.get().path == "src/ñ.py"
     run_command("import_memory", str(root))

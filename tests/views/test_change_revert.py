@@ -61,3 +61,46 @@ def test_revert_blocked_by_later_change(client_for, curator, lesson):
     assert "changed again after this" in html
     lesson.refresh_from_db()
     assert lesson.text == "Second edit" and lesson.status == LessonStatus.ACTIVE
+
+
+def _promotion(persona, approver):
+    from tests.memory.test_revert_dependencies import promoted
+
+    batch, _ = promoted(persona, services.Actor.for_user(approver))
+    return batch
+
+
+def test_a_change_others_depend_on_is_reverted_with_them_and_says_so(client_for, approver, persona):
+    from django.contrib.messages import get_messages
+
+    batch = _promotion(persona, approver)
+    create = batch.changes.get(action=Change.Action.CREATE)
+    response = client_for(approver).post(url(create))
+    assert response.status_code == 302
+    (message,) = [str(m) for m in get_messages(response.wsgi_request)]
+    assert message == (f"Change #{create.pk} reverted, together with the 3 changes of Promotion #{batch.pk} "
+                       "that would otherwise have lost their knowledge.")
+    assert set(batch.memory.lessons.filter(tier="working").values_list("status", flat=True)) == {LessonStatus.ACTIVE}
+
+
+def test_a_refused_revert_offers_the_whole_batch_when_it_can_go(client_for, approver, persona):
+    from tests.memory.test_revert_dependencies import refined
+
+    batch, _ = refined(persona)
+    update = batch.changes.get(action=Change.Action.UPDATE)  # the same run protected that lesson afterwards
+    html = client_for(approver).post(url(update), HTTP_HX_REQUEST="true").content.decode()
+    assert "was changed again after this" in html and f"Refinement #{batch.pk} can still be reverted" in html
+    assert f'action="/batches/{batch.pk}/revert/"' in html and "Revert the whole batch" in html
+    assert not batch.changes.filter(reverted_by__isnull=False).exists()
+    client_for(approver).post(f"/batches/{batch.pk}/revert/")
+    batch.refresh_from_db()
+    assert batch.reverted_by is not None
+
+
+def test_a_refused_revert_offers_no_batch_that_would_be_refused_too(client_for, approver, persona):
+    batch = _promotion(persona, approver)
+    create = batch.changes.get(action=Change.Action.CREATE)
+    services.lesson_update(lesson=create.lesson, actor=services.Actor.for_user(approver), text="Edited in core")
+    html = client_for(approver).post(url(create), HTTP_HX_REQUEST="true").content.decode()
+    assert "was changed again after this" in html and "Revert the whole batch" not in html
+    assert not batch.changes.filter(reverted_by__isnull=False).exists()

@@ -87,9 +87,10 @@ def _count(client, django_assert_num_queries, expected):
 
 def test_query_count_does_not_grow_with_lessons(client_for, viewer, django_assert_num_queries, db):
     # session, user, user permissions, group permissions, personas, projects, memories, lessons, refs, archived count,
-    # pending promotions and pending compactions (the "to review" counts), pending promotions (nav badge)
+    # pending promotions, pending compactions and refs needing review (the "to review" counts), pending
+    # promotions (nav badge)
     client = client_for(viewer)
     _fill(10)
-    _count(client, django_assert_num_queries, 13)
+    _count(client, django_assert_num_queries, 14)
     _fill(250)  # 4 more memories with 250 lessons each: 1,000 more lessons
-    _count(client, django_assert_num_queries, 13)
+    _count(client, django_assert_num_queries, 14)

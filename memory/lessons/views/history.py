@@ -4,6 +4,7 @@ from django.contrib import messages
 from django.http import Http404
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect
+from django.template.defaultfilters import pluralize
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -54,15 +55,20 @@ def _get_lesson(lesson_id):
         raise Http404("No such lesson") from None
 
 
-def _reverted(request, default, error=None, done=""):
+def _reverted(request, default, error=None, done="", batch=None):
+    """Where a revert answers. A refused single revert offers its whole batch, which may still go back."""
     target = safe_next(request, default)
+    offer = batch if error else None
     if request.htmx:
         if error:
-            return TemplateResponse(request, "memory/partials/alert.html", {"level": "error", "message": error})
+            return TemplateResponse(request, "memory/partials/revert_refused.html",
+                                    {"message": error, "batch": offer, "next": target})
         messages.success(request, done)
         return HttpResponseClientRedirect(target)
     if error:
         messages.error(request, error)
+        if offer is not None:
+            return redirect(reverse("memory_history", args=[offer.memory_id]) + f"#batch-{offer.pk}")
     else:
         messages.success(request, done)
     return redirect(target)
@@ -71,13 +77,22 @@ def _reverted(request, default, error=None, done=""):
 @require_POST
 @curator_required
 def change_revert(request, change_id):
-    change = get_object_or_404(Change, pk=change_id)
+    change = get_object_or_404(Change.objects.select_related("batch"), pk=change_id)
     default = reverse("lesson_history", args=[change.lesson_id])
     try:
-        services.change_revert(change=change, actor=actor_for(request), reason=reason_from(request))
+        revert = services.change_revert(change=change, actor=actor_for(request), reason=reason_from(request))
     except RevertError as exc:
+        batch = change.batch
+        if services.batch_revertible(batch):
+            return _reverted(request, default, error=f"{exc} The whole {batch} can still be reverted in one go.",
+                             batch=batch)
         return _reverted(request, default, error=str(exc))
-    return _reverted(request, default, done=f"Change #{change.pk} reverted.")
+    tied = Change.objects.filter(reverted_by__batch=revert.batch).count() - 1
+    done = f"Change #{change.pk} reverted"
+    if tied:
+        done += (f", together with the {tied} change{pluralize(tied)} of {change.batch} that would otherwise "
+                 "have lost their knowledge")
+    return _reverted(request, default, done=done + ".")
 
 
 @require_POST
@@ -86,9 +101,9 @@ def batch_revert(request, batch_id):
     batch = get_object_or_404(ChangeBatch, pk=batch_id)
     default = reverse("memory_history", args=[batch.memory_id])
     try:
-        services.batch_revert(batch=batch, actor=actor_for(request), reason=reason_from(request))
+        revert = services.batch_revert(batch=batch, actor=actor_for(request), reason=reason_from(request))
     except RevertError as exc:
         return _reverted(request, default, error=str(exc))
-    count = batch.changes.count()
+    count = Change.objects.filter(reverted_by__batch=revert).count()
     return _reverted(request, default, done=f"{batch.get_kind_display()} #{batch.pk} reverted: "
-                     f"{count} change{'s' if count != 1 else ''} undone as one new batch.")
+                     f"{count} change{pluralize(count)} undone as one new batch.")

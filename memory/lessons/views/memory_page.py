@@ -5,10 +5,11 @@ from django.template.response import TemplateResponse
 from memory.lessons.selectors import STATUS_CHOICES, budget_state, lesson_queryset
 from memory.models import ALL_CATEGORIES, LessonStatus, Memory, Relevance, Tier
 from memory.pipeline.coverage import coverage_counts, coverage_tag
+from memory.refs.selectors import ref_permalink, refs_panel
 from memory.roles import viewer_required
 
 PAGE_SIZE = 50
-FILTERS = ("tier", "category", "relevance", "status", "q", "path")
+FILTERS = ("tier", "category", "relevance", "status", "q", "path", "refs")
 
 
 def read_filters(params):
@@ -21,6 +22,8 @@ def read_filters(params):
         filters["relevance"] = ""
     if filters["status"] not in dict(STATUS_CHOICES):
         filters["status"] = "active"
+    if filters["refs"] not in ("", "review"):
+        filters["refs"] = ""
     filters["q"] = filters["q"][:200]
     filters["path"] = filters["path"][:500]
     return filters
@@ -31,7 +34,7 @@ def lesson_rows(memory, lessons, budget):
     cut = budget.cut_ids
     rows, previous_in_prompt = [], {}
     for lesson in lessons:
-        refs = [(ref, memory.project.permalink(ref.path, ref.start_line, ref.end_line)) for ref in lesson.refs.all()]
+        refs = [(ref, ref_permalink(memory.project, ref)) for ref in lesson.refs.all()]
         active = lesson.status == LessonStatus.ACTIVE
         in_prompt = active and lesson.pk not in cut
         marker = ""
@@ -89,6 +92,7 @@ def memory_detail(request, memory_id):
         "relevances": Relevance.choices,
         "statuses": STATUS_CHOICES,
         "query_string": query.urlencode(),
+        "refs_panel": refs_panel(memory),
     }
     template = "memory/lessons/memory_detail.html"
     if request.htmx and request.htmx.target == "lesson-list":

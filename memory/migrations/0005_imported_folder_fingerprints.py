@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memory', '0002_compaction_proposal_fingerprints_and_recompute_link'),
+        ('memory', '0004_refs_anchors_and_checks'),
     ]
 
     operations = [

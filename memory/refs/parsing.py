@@ -1,7 +1,7 @@
 """Code references: `path/to/file.ts#L42-L45`, `path#L42` or a bare `path`."""
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
 
@@ -9,11 +9,17 @@ _REF = re.compile(r"^(?P<path>[^\s#()]+?)(?:#L(?P<start>\d+)(?:-L?(?P<end>\d+))?
 MAX_REF_PATH = 500
 
 
+# Appended after a ref in compiled memory when the check found it no longer points at what it
+# was written about; the parser skips it, so text read back from an agent keeps the ref itself.
+STALE_MARK = "stale"
+
+
 @dataclass(frozen=True)
 class Ref:
     path: str
     start_line: int | None = None
     end_line: int | None = None
+    stale: bool = field(default=False, compare=False)
 
     def as_text(self):
         if self.start_line is None:
@@ -47,9 +53,9 @@ def parse_ref(text):
 
 def parse_ref_list(text):
     """Comma- or newline-separated references (the form used in `(ref: a, b)` and in edit forms)."""
-    items = [item for item in re.split(r"[,\n]", text or "") if item.strip()]
+    items = [item for item in re.split(r"[,\n]", text or "") if item.strip() and item.strip() != STALE_MARK]
     return [parse_ref(item) for item in items]
 
 
 def format_ref_list(refs):
-    return ", ".join(ref.as_text() for ref in refs)
+    return ", ".join(ref.as_text() + (f", {STALE_MARK}" if getattr(ref, "stale", False) else "") for ref in refs)

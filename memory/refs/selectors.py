@@ -1,0 +1,57 @@
+"""Reads of ref checking: what waits for review, and the state of a memory's refs for its page."""
+
+from dataclasses import dataclass
+
+from django.db.models import Count
+
+from memory.models import LessonRef, LessonStatus, RefCheck
+from memory.refs.git import has_checkout_configured
+from memory.refs.models import NEEDS_REVIEW, RefStatus
+
+
+def refs_needing_review_count(memory_ids=None):
+    """{memory_id: refs of active lessons that moved, changed or whose file is gone}; one query.
+
+    memory_ids limits the question to those memories (None: all); memories with none are absent.
+    """
+    refs = LessonRef.objects.filter(lesson__status=LessonStatus.ACTIVE, anchor__status__in=NEEDS_REVIEW)
+    if memory_ids is not None:
+        refs = refs.filter(lesson__memory_id__in=memory_ids)
+    return dict(refs.values_list("lesson__memory_id").annotate(n=Count("id")).values_list("lesson__memory_id", "n"))
+
+
+@dataclass
+class RefsPanel:
+    configured: bool
+    last_check: RefCheck | None
+    counts: dict
+
+    @property
+    def needs_review(self):
+        return sum(self.counts.get(s, 0) for s in NEEDS_REVIEW)
+
+    @property
+    def moved(self):
+        return self.counts.get(RefStatus.MOVED, 0)
+
+    @property
+    def total(self):
+        return sum(self.counts.values())
+
+
+def refs_panel(memory):
+    """What the memory page says about its refs: two queries."""
+    counts = dict(
+        LessonRef.objects.filter(lesson__memory=memory, lesson__status=LessonStatus.ACTIVE)
+        .values_list("anchor__status").annotate(n=Count("id")).values_list("anchor__status", "n")
+    )
+    counts[RefStatus.UNANCHORED] = counts.get(RefStatus.UNANCHORED, 0) + counts.pop(None, 0)
+    last = RefCheck.objects.filter(project_id=memory.project_id).order_by("-started_at", "-id").first()
+    return RefsPanel(configured=has_checkout_configured(memory.project), last_check=last, counts=counts)
+
+
+def ref_permalink(project, ref):
+    """A link to the ref's lines at the commit they were last verified at (not a moving branch)."""
+    anchor = ref.anchor if ref.anchor_id else None
+    commit = anchor.commit if anchor is not None else ""
+    return project.permalink(ref.path, ref.start_line, ref.end_line, commit=commit or None)

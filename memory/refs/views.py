@@ -1,0 +1,81 @@
+"""The memory page's ref decisions: check now, accept a move (one or all), drop a ref, retire a lesson.
+
+htmx requests get the lesson row back; plain requests are redirected to where they came from,
+with a message, so every action also works without JS.
+"""
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from memory.lessons.views.lessons import _curate
+from memory.models import LessonRef, Memory, RefCheck
+from memory.refs import services
+from memory.refs.tasks import check_refs
+from memory.roles import curator_required
+from memory.web import actor_for, error_messages, reason_from, safe_next
+
+
+def _back_to_memory(request, memory_id):
+    return redirect(safe_next(request, reverse("memory_detail", args=[memory_id])))
+
+
+@require_POST
+@curator_required
+def refs_check(request, memory_id):
+    """Check the refs of the memory's project now (in-process by default, else on a worker)."""
+    memory = get_object_or_404(Memory.objects.select_related("project"), pk=memory_id)
+    asked_at = timezone.now()
+    check_refs.delay(memory.project_id)  # nothing written here, so nothing to wait for
+    check = RefCheck.objects.filter(project_id=memory.project_id, started_at__gte=asked_at).order_by("-id").first()
+    if check is None or check.finished_at is None:
+        messages.info(request, "Ref check queued; reload the page in a moment.")
+    elif check.error:
+        messages.error(request, f"Refs could not be checked: {check.error}")
+    else:
+        review = sum(n for status, n in check.counts.items() if status in ("moved", "changed", "gone"))
+        messages.success(request, f"Checked {check.refs_checked} ref{'s' if check.refs_checked != 1 else ''} "
+                                  f"at {check.head[:10]}: {review} need{'s' if review == 1 else ''} review.")
+    return _back_to_memory(request, memory_id)
+
+
+def _ref_action(request, ref_id, service, done):
+    ref = get_object_or_404(LessonRef, pk=ref_id)
+    return _curate(request, ref.lesson_id,
+                   lambda lesson: service(ref=ref, actor=actor_for(request), reason=reason_from(request)), done)
+
+
+@require_POST
+@curator_required
+def ref_accept(request, ref_id):
+    return _ref_action(request, ref_id, services.ref_accept_move,
+                       "Moved ref accepted. The edit is in the lesson's history and can be reverted.")
+
+
+@require_POST
+@curator_required
+def ref_drop(request, ref_id):
+    return _ref_action(request, ref_id, services.ref_drop, "Ref dropped. The edit can be reverted from history.")
+
+
+@require_POST
+@curator_required
+def ref_retire(request, ref_id):
+    return _ref_action(request, ref_id, services.ref_retire_lesson,
+                       "Lesson retired. It stays in history and can be restored.")
+
+
+@require_POST
+@curator_required
+def refs_accept_moved(request, memory_id):
+    memory = get_object_or_404(Memory, pk=memory_id)
+    try:
+        batch = services.refs_accept_moved(memory=memory, actor=actor_for(request), reason=reason_from(request))
+    except (ValidationError, PermissionDenied) as exc:
+        messages.error(request, " ".join(error_messages(exc)))
+    else:
+        messages.success(request, f"{batch.label}, as one change you can revert from history.")
+    return _back_to_memory(request, memory_id)
