@@ -20,6 +20,7 @@ install: $(STAMP)
 
 migrate: install
 	$(PY) manage.py migrate --noinput
+	$(PY) manage.py redetect_promotions
 
 demo: migrate
 	$(PY) manage.py seed_demo
@@ -51,7 +52,7 @@ bench: install
 	export SQLITE_PATH="$$db"; \
 	if [ -n "$$DATABASE_URL" ]; then echo "bench: database from DATABASE_URL"; \
 	else echo "bench: throwaway SQLite database $$db"; fi; \
-	$(PY) manage.py migrate --noinput -v 0 && $(PY) manage.py bench $(BENCH_ARGS)
+	$(PY) manage.py migrate --noinput -v 0 && $(PY) manage.py eval_promotions && $(PY) manage.py bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) db.sqlite3 staticfiles test-artifacts

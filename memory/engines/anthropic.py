@@ -16,8 +16,6 @@ from memory.engines.sdk import (
 
 
 class AnthropicEngine(SDKEngine):
-    provider = "anthropic"
-    label = "Anthropic"
     default_base_url = "https://api.anthropic.com"
     sdk = anthropic
 

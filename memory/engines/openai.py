@@ -14,8 +14,6 @@ from memory.engines.sdk import (
 
 
 class OpenAIEngine(SDKEngine):
-    provider = "openai"
-    label = "OpenAI"
     default_base_url = "https://api.openai.com/v1"
     sdk = openai
 

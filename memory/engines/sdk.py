@@ -110,10 +110,13 @@ class SDKEngine:
     sdk_errors: tuple = ()
 
     def __init_subclass__(cls, **kwargs):
-        # Each SDK names its client after the provider (anthropic.Anthropic, openai.OpenAI) and its base
-        # error after the client; the settings are named after the provider.
+        # Everything follows from the SDK module: its name is the provider, its client class carries the
+        # provider's name (anthropic.Anthropic, openai.OpenAI), its base error the client's, and the
+        # settings are named after the provider.
         super().__init_subclass__(**kwargs)
         if cls.sdk is not None:
+            cls.provider = cls.sdk.__name__
+            cls.label = next(name for name in dir(cls.sdk) if name.lower() == cls.provider)
             cls.client_class = capped_retries(getattr(cls.sdk, cls.label))
             cls.sdk_errors = (getattr(cls.sdk, f"{cls.label}Error"),)
             prefix = cls.provider.upper()

@@ -82,16 +82,15 @@ def reflection_groups(lessons, min_shared=2):
                 group.append(other)
         if len(group) >= 2:
             used.update(l.pk for l in group)
-            shared = sorted(set.intersection(*(words[l.pk] for l in group)))
-            groups.append((group, shared))
+            groups.append(group)
     return groups
 
 
-def reflection_text(group, shared):
+def reflection_text(group):
+    """The group's most relevant observation, said plainly: without a model there is nothing to
+    synthesize, and a made-up summary would read as if the engine understood the group."""
     best = max(group, key=lambda l: (["low", "medium", "high", "critical"].index(l.relevance), l.pk))
-    text = re.sub(r"^(User|Assistant|Tool|System):\s*", "", best.text)
-    topic = ", ".join(shared[:3])
-    return f"Recurring theme ({topic}), seen {len(group)} times: {text}"[:600]
+    return re.sub(r"^(User|Assistant|Tool|System):\s*", "", best.text).strip()[:600]
 
 
 def reflector_policy(lessons, pass_no, existing):
@@ -99,8 +98,8 @@ def reflector_policy(lessons, pass_no, existing):
     def policy(history):
         if history or pass_no != 1:
             return []
-        reflections = [{"content": reflection_text(g, s), "supportingObservationIds": [str(l.pk) for l in g]}
-                       for g, s in reflection_groups(lessons)]
+        reflections = [{"content": reflection_text(g), "supportingObservationIds": [str(l.pk) for l in g]}
+                       for g in reflection_groups(lessons)]
         if not reflections:
             return []
         return [ToolCall("offline-reflector-1", "record_reflections", {"reflections": reflections})]

@@ -4,8 +4,6 @@ Each phase asks the engine through one tool whose rules are enforced in code (me
 then writes what it decided in a short transaction, through memory.services, into the run's batch.
 """
 
-import hashlib
-import json
 import re
 from collections import defaultdict
 
@@ -21,6 +19,7 @@ from memory.models import (
 from memory.pipeline import offline, prompts
 from memory.pipeline.coverage import coverage_counts, coverage_tag
 from memory.pipeline.transcripts import render_chunk, transcript_entries
+from memory.promotions.services import reflection_propose, reflection_support
 from memory.pipeline.tools import (
     DROP_OBSERVATIONS, RECORD_OBSERVATIONS, RECORD_REFLECTIONS, ObserverTool, PrunerTool, ReflectorTool,
 )
@@ -186,10 +185,6 @@ def _choose_category(text):
     return "PATTERN"
 
 
-def _evidence_fingerprint(evidence):
-    return hashlib.sha256(json.dumps(evidence, sort_keys=True).encode()).hexdigest()
-
-
 @transaction.atomic
 def _store_reflections(ctx, working, new, merges, by_key):
     lessons = {l.pk: l for l in working}
@@ -197,7 +192,6 @@ def _store_reflections(ctx, working, new, merges, by_key):
     engine = str(getattr(ctx.engine, "provider", "offline"))[:40]
     actor = services.Actor.system("observation pipeline")
     to_core = ctx.memory.reflections_to_core
-    Through = PromotionCandidate.supporting.through
     for content, ids in new:
         ids = sorted(ids)
         ref_union = list(dict.fromkeys(r for i in ids for r in refs[i]))
@@ -208,27 +202,12 @@ def _store_reflections(ctx, working, new, merges, by_key):
                 derived_from=[lessons[i] for i in ids], bump=False,
             )
             continue
-        evidence = {"lessons": ids, "confirmations": [], "source": "reflector"}
-        candidate = PromotionCandidate.objects.create(
-            memory=ctx.memory, text=content, category=_choose_category(content), refs=ref_union, evidence=evidence,
-            fingerprint=_evidence_fingerprint(evidence),
-            supporting_state={str(i): {"hash": lessons[i].content_hash} for i in ids},
-            distinct_dates=len({lessons[i].lesson_date for i in ids}), engine=engine,
-        )
-        Through.objects.bulk_create([Through(promotioncandidate_id=candidate.pk, lesson_id=i) for i in ids])
+        reflection_propose(memory=ctx.memory, text=content, category=_choose_category(content),
+                           lessons=[lessons[i] for i in ids], refs=ref_union, engine=engine, run_id=ctx.run.pk)
     for key, ids in merges.items():
         obj = by_key[key]
         if key[0] == "candidate":
-            have = set(obj.evidence.get("lessons", []))
-            added = sorted(set(ids) - have)
-            if not added:
-                continue
-            obj.evidence = {**obj.evidence, "lessons": sorted(have | set(added))}
-            obj.supporting_state = {**obj.supporting_state,
-                                    **{str(i): {"hash": lessons[i].content_hash} for i in added}}
-            obj.save(update_fields=["evidence", "supporting_state"])
-            Through.objects.bulk_create([Through(promotioncandidate_id=obj.pk, lesson_id=i) for i in added],
-                                        ignore_conflicts=True)
+            reflection_support(candidate=obj, lessons=[lessons[i] for i in sorted(ids)])
         else:
             obj.derived_from.add(*[lessons[i] for i in ids])
     services.memory_bump_version(ctx.memory)

@@ -30,6 +30,9 @@ class PromotionCandidate(models.Model):
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
     engine = models.CharField(max_length=40, help_text="Engine that worded the proposal.")
     engine_note = models.TextField(blank=True, help_text="Why the model's wording was not used, if it was not.")
+    # Which detection proposed it; pending candidates of an older detector are re-evaluated once.
+    detector = models.CharField(max_length=40, blank=True, default="")
+    verification_note = models.TextField(blank=True, help_text="What the model said when it checked the group.")
     created_at = models.DateTimeField(default=timezone.now)
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     decided_by_label = models.CharField(max_length=200, blank=True)
@@ -62,3 +65,12 @@ class PromotionCandidate(models.Model):
     @property
     def is_pending(self):
         return self.status == self.Status.PENDING
+
+    @property
+    def from_pipeline(self):
+        """A reflection of the observation pipeline, not a lesson found recurring on distinct dates."""
+        return self.evidence.get("source") == "reflector"
+
+    @property
+    def pipeline_run_id(self):
+        return self.evidence.get("run")

@@ -5,6 +5,7 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Case, DateField, F, Value, When
@@ -23,14 +24,20 @@ from memory.models import (
     Relevance,
     Tier,
 )
-from memory.promotions import detection, wording
+from memory.engines.base import EngineError
+from memory.engines.registry import get_engine
+from memory.promotions import detection, verification, wording
 from memory.promotions.selectors import core_usage_after
-from memory.refs import Ref
+from memory.refs import Ref, parse_ref
 from memory.roles import APPROVE
 
 Status = PromotionCandidate.Status
 # A group whose evidence one of these already covers is not proposed again.
 COVERING_STATUSES = (Status.PENDING, Status.REJECTED, Status.REVERTED, Status.APPROVED)
+# Stamped on the candidates this detection makes. A pending candidate with another stamp came from
+# an earlier detector: the next run keeps it only if it is still one of the groups found now.
+DETECTOR = "words-2"
+REFLECTOR = "reflector"
 
 
 class PromotionError(Exception):
@@ -43,6 +50,10 @@ class AlreadyDecided(PromotionError):
 
 class NeedsReview(PromotionError):
     """The supporting lessons changed after the proposal was made."""
+
+
+class DetectionError(PromotionError):
+    """Detection could not finish (the model's check failed or was unusable); nothing was changed."""
 
 
 @dataclass
@@ -130,6 +141,13 @@ def _from_reflector(candidate):
     return candidate.evidence.get("source") == "reflector"
 
 
+def _outdated(candidate, current_groups):
+    """A pending candidate of an earlier detector that is not one of the groups found now."""
+    if _from_reflector(candidate) or candidate.detector == DETECTOR:
+        return False
+    return tuple(sorted(candidate.evidence.get("lessons", ()))) not in current_groups
+
+
 def _is_stale(candidate, current_hashes):
     """A pending candidate whose supporting lessons are no longer active working lessons as proposed."""
     for lesson_id, state in candidate.supporting_state.items():
@@ -162,68 +180,131 @@ def _members(lesson_ids, words=None):
     ]
 
 
+def _engine_for(memory, engine):
+    if engine is not None:
+        return engine
+    try:
+        return get_engine(memory.persona, memory=memory)
+    except EngineError as exc:
+        raise DetectionError(f"Detection could not start: {exc}. No candidate was changed.") from None
+
+
+def _verified(memory, groups, facts, engine, min_dates):
+    """With a model engine, the groups the model confirms (trimmed), each with its note."""
+    if engine.provider == "offline" or not groups:
+        return [(group, "") for group in groups]
+    ids = [i for g in groups for i in g.lesson_ids]
+    lessons = {lesson.pk: lesson for lesson, _ in _members(ids)}
+    by_id = {f.id: f for f in facts}
+    try:
+        checked = verification.verify(groups, engine=engine, lessons=lessons, facts=by_id, min_dates=min_dates)
+    except verification.VerificationError as exc:
+        raise DetectionError(str(exc)) from None
+    return [(v.group, v.note) for v in checked]
+
+
 def promotion_detect(*, memory, engine=None):
     """Propose every group of working lessons that reached the memory's threshold and is not proposed yet.
 
-    Pending candidates whose lessons changed are superseded; a group that gained evidence
-    (a new lesson or confirmation) replaces its pending candidate. Rejected groups stay rejected
-    until new evidence arrives. Running it twice on unchanged memory creates nothing.
+    With a model engine each new group is checked by the model first (verification.py); a check
+    that fails or cannot be read raises DetectionError and changes nothing. Pending candidates
+    whose lessons changed are superseded, and so are pending candidates of an earlier detector
+    that are not among the groups found now; a group that gained evidence (a new lesson or
+    confirmation) replaces its pending candidate. Rejected groups stay rejected until new evidence
+    arrives. Running it twice on unchanged memory creates nothing.
     """
     facts, current_hashes = _load_facts(memory)
-    groups = detection.detect(facts, min_dates=max(2, memory.promotion_threshold))
+    min_dates = max(2, memory.promotion_threshold)
+    groups = detection.detect(facts, min_dates=min_dates)
+    current_groups = {tuple(g.lesson_ids) for g in groups}
     coverage = _Coverage(
         c for c in PromotionCandidate.objects.filter(memory=memory, status__in=COVERING_STATUSES)
-        if not (c.status == Status.PENDING and _is_stale(c, current_hashes))
+        if not (c.status == Status.PENDING and (_is_stale(c, current_hashes) or _outdated(c, current_groups)))
     )
     new_groups = [g for g in groups if not coverage.covers(_evidence(g))]
-    # Word the proposals outside any transaction: a model call may take seconds.
+    # Check and word the proposals outside any transaction: a model call may take seconds.
     proposals = []
     if new_groups:
+        engine = _engine_for(memory, engine)
+        checked = [(g, note) for g, note in _verified(memory, new_groups, facts, engine, min_dates)
+                   if not coverage.covers(_evidence(g))]
         words = {f.id: f.words for f in facts}
-        grouped = [i for g in new_groups for i in g.lesson_ids]
+        grouped = [i for g, _ in checked for i in g.lesson_ids]
         members_by_id = {lesson.pk: (lesson, refs) for lesson, refs in _members(grouped, words)}
-        for group in new_groups:
+        for group, note in checked:
             members = [members_by_id[i] for i in group.lesson_ids]
-            proposals.append((group, members, wording.propose(memory, members, engine=engine)))
-    return _store_detection(memory, proposals, current_hashes, len(groups))
+            proposals.append((group, members, wording.propose(memory, members, engine=engine), note))
+    return _store_detection(memory, proposals, current_hashes, current_groups, len(groups))
+
+
+def _supersede(candidate, now, reason):
+    candidate.status = Status.SUPERSEDED
+    candidate.decided_at = now
+    candidate.reason = reason
 
 
 @transaction.atomic
-def _store_detection(memory, proposals, current_hashes, group_count):
+def _store_detection(memory, proposals, current_hashes, current_groups, group_count):
     # One detection at a time per memory, so two runs cannot propose the same group twice.
     Memory.objects.select_for_update().filter(pk=memory.pk).first()
     result = DetectionResult(groups=group_count)
     now = timezone.now()
     candidates = list(PromotionCandidate.objects.filter(memory=memory, status__in=COVERING_STATUSES))
     for candidate in candidates:
-        if candidate.status == Status.PENDING and _is_stale(candidate, current_hashes):
-            candidate.status = Status.SUPERSEDED
-            candidate.decided_at = now
-            candidate.reason = "Its supporting lessons changed after it was proposed."
+        if candidate.status != Status.PENDING:
+            continue
+        if _is_stale(candidate, current_hashes):
+            _supersede(candidate, now, "Its supporting lessons changed after it was proposed.")
+            result.superseded.append(candidate)
+        elif _outdated(candidate, current_groups):
+            _supersede(candidate, now, "Re-evaluated by the current detection: its lessons are not one group "
+                                       "that says the same thing on enough dates.")
             result.superseded.append(candidate)
     coverage = _Coverage(candidates)
+    # An earlier detector's candidate that is still a group found now is kept, under today's stamp.
+    kept = [c for c in candidates if c.status == Status.PENDING and not _from_reflector(c) and c.detector != DETECTOR]
+    for candidate in kept:
+        candidate.detector = DETECTOR
+    PromotionCandidate.objects.bulk_update(kept, ["detector"], batch_size=500)
     fresh = []
-    for group, members, proposal in proposals:
+    for group, members, proposal, note in proposals:
         evidence = _evidence(group)
         if coverage.covers(evidence):
             continue
-        fresh.append((
-            PromotionCandidate(
-                memory=memory,
-                text=proposal.text,
-                category=proposal.category,
-                refs=[r.as_text() for r in proposal.refs],
-                evidence=evidence,
-                fingerprint=_fingerprint(evidence),
-                supporting_state={str(lesson.pk): {"hash": lesson.content_hash} for lesson, _ in members},
-                distinct_dates=group.distinct_dates,
-                engine=proposal.engine,
-                engine_note=proposal.note,
-                created_at=now,
-            ),
-            evidence,
+        fresh.append(_candidate(
+            memory, proposal, evidence, members, group.distinct_dates, now, detector=DETECTOR, verification_note=note,
         ))
-    created = PromotionCandidate.objects.bulk_create([c for c, _ in fresh], batch_size=500)
+    created = _insert(memory, fresh, now)
+    for candidate in created:
+        for old in coverage.overlapping(candidate.evidence["lessons"]):
+            if old.status == Status.PENDING:
+                _supersede(old, now, f"Replaced by candidate #{candidate.pk}, which has new evidence.")
+                result.superseded.append(old)
+    PromotionCandidate.objects.bulk_update(result.superseded, ["status", "decided_at", "reason"], batch_size=500)
+    result.created = created
+    return result
+
+
+def _candidate(memory, proposal, evidence, members, distinct_dates, now, **fields):
+    return PromotionCandidate(
+        memory=memory,
+        text=proposal.text,
+        category=proposal.category,
+        refs=[r.as_text() for r in proposal.refs],
+        evidence=evidence,
+        fingerprint=_fingerprint(evidence),
+        supporting_state={str(lesson.pk): {"hash": lesson.content_hash} for lesson, _ in members},
+        distinct_dates=distinct_dates,
+        engine=proposal.engine,
+        engine_note=proposal.note,
+        created_at=now,
+        **fields,
+    )
+
+
+def _insert(memory, candidates, now):
+    """Store new candidates and their supporting lessons in a few bulk queries."""
+    created = PromotionCandidate.objects.bulk_create(candidates, batch_size=500)
     if created and created[0].pk is None:  # backends that do not return ids from bulk inserts
         created = list(PromotionCandidate.objects.filter(memory=memory, created_at=now).order_by("id"))
     Through = PromotionCandidate.supporting.through
@@ -231,16 +312,96 @@ def _store_detection(memory, proposals, current_hashes, group_count):
         [Through(promotioncandidate_id=c.pk, lesson_id=i) for c in created for i in c.evidence["lessons"]],
         batch_size=2000,
     )
-    for candidate in created:
-        for old in coverage.overlapping(candidate.evidence["lessons"]):
-            if old.status == Status.PENDING:
-                old.status = Status.SUPERSEDED
-                old.decided_at = now
-                old.reason = f"Replaced by candidate #{candidate.pk}, which has new evidence."
-                result.superseded.append(old)
-    PromotionCandidate.objects.bulk_update(result.superseded, ["status", "decided_at", "reason"], batch_size=500)
-    result.created = created
-    return result
+    return created
+
+
+# --- running detection: one entry point for the button, the nightly sweep and new lessons --------
+
+STATUS_SECONDS = 24 * 3600
+
+
+def _status_key(memory_id):
+    return f"promotions:detection:{memory_id}"
+
+
+def _set_status(memory_id, state, message):
+    cache.set(_status_key(memory_id), {"state": state, "message": message, "at": timezone.now()}, STATUS_SECONDS)
+
+
+def detection_status(memory_ids):
+    """{memory id: {"state": queued|running|done|failed, "message", "at"}} of recent detection runs."""
+    found = cache.get_many([_status_key(i) for i in memory_ids])
+    return {i: found[_status_key(i)] for i in memory_ids if _status_key(i) in found}
+
+
+def detection_targets(memory=None):
+    """The memories detection runs on: those of active personas (one, if asked for and active)."""
+    qs = Memory.objects.filter(persona__is_active=True).select_related("persona", "project").order_by("id")
+    return list(qs.filter(pk=memory.pk) if memory is not None else qs)
+
+
+def promotion_detect_request(*, memory=None):
+    """Queue detection for one memory or every active one, after the current transaction commits.
+
+    Returns the memories queued. The run itself happens in a worker (promotion_detect_run), so a
+    model's check of many groups never holds up a request.
+    """
+    from memory.promotions.tasks import detect_promotions
+
+    targets = detection_targets(memory)
+    for target in targets:
+        _set_status(target.pk, "queued", "Detection is queued.")
+        transaction.on_commit(lambda pk=target.pk: detect_promotions.delay(pk))
+    return targets
+
+
+def promotion_detect_run(*, memory_id):
+    """Run detection for one memory as a job, recording its outcome for the inbox. Returns how many
+    candidates it created (0 when the memory is gone, its persona inactive, or the run failed)."""
+    memory = Memory.objects.select_related("persona").filter(pk=memory_id, persona__is_active=True).first()
+    if memory is None:
+        return 0
+    _set_status(memory_id, "running", "Detection is running.")
+    try:
+        result = promotion_detect(memory=memory)
+    except DetectionError as exc:
+        _set_status(memory_id, "failed", str(exc))
+        return 0
+    n, gone = len(result.created), len(result.superseded)
+    _set_status(memory_id, "done", f"Detection found {n} new candidate{'s' if n != 1 else ''}"
+                                   + (f" and superseded {gone}." if gone else "."))
+    return n
+
+
+def reflection_propose(*, memory, text, category, lessons, refs, engine, run_id):
+    """A pending candidate for a reflection of the observation pipeline, backed by its observations.
+
+    Call inside the pipeline's transaction. The candidate is labelled as a reflection (evidence
+    source and run), so the inbox does not present it as a lesson recurring on distinct dates.
+    """
+    evidence = {"lessons": sorted(l.pk for l in lessons), "confirmations": [], "source": REFLECTOR, "run": run_id}
+    proposal = wording.Proposal(text=text, category=category, refs=[parse_ref(r) for r in refs],
+                                engine=str(engine)[:40])
+    candidate = _candidate(memory, proposal, evidence, [(l, ()) for l in lessons],
+                           len({l.lesson_date for l in lessons}), timezone.now(), detector=REFLECTOR)
+    (created,) = _insert(memory, [candidate], candidate.created_at)
+    return created
+
+
+def reflection_support(*, candidate, lessons):
+    """More observations back a pending reflection: its evidence, supporting lessons and date count follow."""
+    have = set(candidate.evidence.get("lessons", []))
+    added = [l for l in lessons if l.pk not in have]
+    if not added:
+        return candidate
+    candidate.evidence = {**candidate.evidence, "lessons": sorted(have | {l.pk for l in added})}
+    candidate.supporting_state = {**candidate.supporting_state,
+                                  **{str(l.pk): {"hash": l.content_hash} for l in added}}
+    candidate.supporting.add(*added)
+    candidate.distinct_dates = len(set(
+        Lesson.objects.filter(pk__in=candidate.evidence["lessons"]).values_list("lesson_date", flat=True)))
+    candidate.save(update_fields=["evidence", "supporting_state", "distinct_dates"])
+    return candidate
 
 
 def _describe_decision(candidate):

@@ -13,7 +13,14 @@ from django.views.decorators.http import require_POST
 
 from memory.models import CORE_CATEGORIES, Memory, PromotionCandidate
 from memory.promotions import selectors
-from memory.promotions.services import AlreadyDecided, NeedsReview, promotion_approve, promotion_detect, promotion_reject
+from memory.promotions.services import (
+    AlreadyDecided,
+    NeedsReview,
+    detection_status,
+    promotion_approve,
+    promotion_detect_request,
+    promotion_reject,
+)
 from memory.roles import APPROVE, approver_required, viewer_required
 from memory.services import Actor
 
@@ -43,11 +50,17 @@ def inbox(request):
     decided = selectors.candidates_for_review(
         statuses=(Status.APPROVED, Status.REJECTED, Status.REVERTED), memory_ids=memory_ids, limit=RECENT_DECISIONS
     )
-    memories = Memory.objects.select_related("persona", "project").order_by("persona__name", "project__name")
+    memories = list(Memory.objects.select_related("persona", "project").order_by("persona__name", "project__name"))
+    status = detection_status([m.pk for m in memories if memory is None or m.pk == memory.pk])
+    runs = [{"memory": f"{m.persona.name} × {m.project.name}", **status[m.pk]} for m in memories if m.pk in status]
     return TemplateResponse(
         request,
         "memory/promotions/inbox.html",
-        _context(request, pending=pending, decided=decided, memory=memory, memories=memories),
+        _context(request, pending=pending, decided=decided, memory=memory, memories=memories,
+                 recurring=[c for c in pending if not c.from_pipeline],
+                 reflections=[c for c in pending if c.from_pipeline],
+                 detection_status=runs,
+                 detection_running=any(r["state"] in ("queued", "running") for r in runs)),
     )
 
 
@@ -107,8 +120,8 @@ def approve(request, pk):
     except AlreadyDecided as exc:
         return _after_decision(request, pk, error=str(exc))
     except NeedsReview as exc:
-        # Refresh the proposals so the reviewer has the up-to-date one to look at.
-        promotion_detect(memory=candidate.memory)
+        # Refresh the proposals so the reviewer gets an up-to-date one to look at.
+        promotion_detect_request(memory=candidate.memory)
         return _after_decision(request, pk, error=str(exc))
     except ValidationError as exc:
         return _after_decision(request, pk, error=f"Not approved: {_validation_text(exc)}")
@@ -142,9 +155,13 @@ def reject(request, pk):
 @approver_required
 def detect(request):
     memory = _memory_filter(request)
-    targets = [memory] if memory else list(Memory.objects.select_related("persona"))
-    created = sum(len(promotion_detect(memory=m).created) for m in targets)
-    messages.success(request, f"Detection found {created} new candidate{'s' if created != 1 else ''}.")
+    targets = promotion_detect_request(memory=memory)
+    if targets:
+        names = ", ".join(f"{m.persona.name} × {m.project.name}" for m in targets[:3])
+        more = f" and {len(targets) - 3} more" if len(targets) > 3 else ""
+        messages.info(request, f"Detection queued for {names}{more}; its outcome shows below when it finishes.")
+    else:
+        messages.warning(request, "Nothing to detect: detection runs only on memories of active personas.")
     url = redirect("promotions:inbox")
     if memory:
         url["Location"] += f"?memory={memory.pk}"

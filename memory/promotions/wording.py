@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from memory.engines.base import EngineError
 from memory.engines.registry import get_engine
 from memory.models import CORE_CATEGORIES, Tier
-from memory.promotions.detection import significant_words
+from memory.promotions.text import significant_words
 from memory.refs import Ref
 
 SYSTEM_PROMPT = (

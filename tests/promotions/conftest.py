@@ -32,3 +32,9 @@ def candidate(memory, themed):
     result = promotion_detect(memory=memory)
     assert len(result.created) == 1
     return result.created[0]
+
+
+def verdict(lessons, keep=None, *, core=True, reason="They state the same lesson."):
+    """A verify_group answer keeping `keep` (default: every lesson)."""
+    keep = lessons if keep is None else keep
+    return ("verify_group", {"same_lesson": [l.pk for l in keep], "deserves_core": core, "reason": reason})

@@ -1,34 +1,46 @@
-"""The benchmark module runs end to end on a small memory (the figures come from `make bench`)."""
+"""The benchmark runs end to end on a small memory (the figures come from `make bench`)."""
 
 import pytest
 
+from memory.bench import Bench
 from memory.bench import promotions as bench
 from memory.models import Memory
 
 pytestmark = pytest.mark.django_db
 
 
-def test_bench_reports_figures_and_leaves_nothing_behind(monkeypatch):
-    monkeypatch.setattr(bench, "LESSONS", 300)
-    monkeypatch.setattr(bench, "THEMES", 40)
-    monkeypatch.setattr(bench, "seed_lessons", lambda memory, _orig=bench.seed_lessons: _orig(memory, n=300, themes=40))
-    rows = []
-    figures = bench.run(lambda name, value, unit, budget: rows.append((name, value, unit, budget)))
-    assert figures["candidates_created"] > 0 and figures["rerun_created"] == 0
-    assert any("10k" in name for name, *_ in rows)
+def test_bench_scores_planted_lessons_and_leaves_nothing_behind():
+    figures = bench.measure(n=600, recurring=30)
+    assert figures["candidates"] > 0 and figures["rerun_created"] == 0
+    assert 0 < figures["theme_recall"] <= 1 and 0 < figures["pair_precision"] <= 1
     assert not Memory.objects.exists()
 
 
-def test_bench_registers_with_the_runner(monkeypatch):
+def test_no_bench_candidate_is_too_large_or_under_the_dates_rule():
+    figures = bench.measure(n=600, recurring=30)
+    assert figures["largest_candidate"] <= 12
+    assert figures["fewest_dates"] >= 3
+
+
+def test_planted_data_holds_what_the_bench_claims():
+    lessons = bench.generate(n=400, recurring=20)
+    by_theme = {}
+    for _, _, day, theme in lessons:
+        if theme:
+            by_theme.setdefault(theme, set()).add(day)
+    recurring = [t for t, days in by_theme.items() if len(days) >= 3]
+    assert len(recurring) == 20
+    assert any(len(days) == 2 for days in by_theme.values())
+    assert any(len(days) == 1 for days in by_theme.values())
+    assert sum(theme is None for *_, theme in lessons) > 200
+
+
+def test_bench_registers_with_the_runner():
     from memory.bench import discover
 
-    monkeypatch.setattr(bench, "seed_lessons", lambda memory, _orig=bench.seed_lessons: _orig(memory, n=200, themes=30))
-    figures = []
-
-    class Recorder:
-        def figure(self, label, value, *, unit="", target=None):
-            figures.append((label, value, unit, target))
-
-    discover()["promotions"].func(Recorder())
-    wall = next(f for f in figures if f[0].endswith("(wall)"))
-    assert wall[2] == "s" and wall[3] == bench.BUDGET_SECONDS and wall[1] > 0
+    recorded = Bench(name="promotions", scale=0.06, out=open("/dev/null", "w"))
+    discover()["promotions"].func(recorded)
+    labels = [f.label for f in recorded.figures]
+    assert {"candidates", "candidate precision", "theme recall", "pair precision", "pair recall"} <= set(labels)
+    wall = recorded.figures[0]
+    assert wall.unit == "s" and wall.target == bench.BUDGET_SECONDS and wall.value > 0

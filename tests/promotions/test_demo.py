@@ -24,3 +24,22 @@ def test_demo_seed_without_memories_says_so():
     out = io.StringIO()
     demo.seed(out)
     assert "no memories" in out.getvalue()
+
+
+def test_every_demo_candidate_is_small_and_meets_the_dates_rule(client_for, approver):
+    from django.core.management import call_command
+    from django.urls import reverse
+
+    call_command("seed_demo", stdout=io.StringIO())
+    pending = list(PromotionCandidate.objects.filter(status="pending").select_related("memory"))
+    assert pending
+    for candidate in pending:
+        lessons = list(candidate.supporting.all())
+        assert len(lessons) <= 12
+        true_dates = {l.lesson_date for l in lessons} | {
+            c.confirmed_on for l in lessons for c in l.confirmations.all()}
+        assert candidate.distinct_dates == len(true_dates)
+        if not candidate.from_pipeline:
+            assert candidate.distinct_dates >= candidate.memory.promotion_threshold
+    html = client_for(approver).get(reverse("promotions:inbox")).content.decode()
+    assert "Recurring theme" not in html

@@ -5,6 +5,7 @@ import pytest
 from memory import services
 from memory.models import PromotionCandidate
 from memory.promotions import detection
+from memory.promotions import text as analysis
 from memory.promotions.services import promotion_detect, promotion_reject
 from tests.factories import SYSTEM, make_lesson
 
@@ -137,14 +138,19 @@ def test_offline_wording_is_the_most_specific_member_with_all_refs(memory):
     assert sorted(candidate.refs[2:]) == ["src/queue/ack.py", "src/worker.py#L5"]
 
 
-def test_significant_words_drop_stop_words_and_fold_plurals():
-    assert detection.significant_words("The tests should always use the fixtures") == {"test", "fixture"}
+def test_significant_words_drop_stop_words_and_stem():
+    assert analysis.significant_words("The tests should always use the fixtures") == {"test", "fixtur"}
 
 
-def test_common_words_do_not_block_at_scale():
+def test_identifiers_and_paths_are_split_into_words():
+    words = analysis.significant_words("handleEvent() in src/billing/webhook_handler.py retried")
+    assert words == {"handl", "event", "bill", "webhook", "handler", "retri"}
+
+
+def test_words_every_lesson_uses_do_not_group_at_scale():
     # A word in every lesson is too common to pair anything, so it is never used as a key.
     facts = [
-        detection.LessonFacts(id=i, text_key=str(i), words=frozenset({"service", "deploy", "check", f"w{i}"}),
+        detection.LessonFacts(id=i, text_key=str(i), terms={"servic": 1, "deploy": 1, "check": 1, f"w{i}": 1},
                               paths=frozenset({"src/app.py"}), dates=frozenset({date(2026, 1, 1 + i % 20)}))
         for i in range(500)
     ]
@@ -158,3 +164,15 @@ def test_a_new_confirmation_is_new_evidence(memory, themed):
     (second,) = promotion_detect(memory=memory).created
     first.refresh_from_db()
     assert first.status == "superseded" and second.distinct_dates == 4
+
+
+@pytest.mark.parametrize("text, language", [
+    ("Der Loader ist abgestürzt, weil das CRM eine neue Spalte geliefert hat", "german"),
+    ("Nunca activar set -x en scripts que manejan secretos", "spanish"),
+    ("handle_event() parsed the body before the signature check", "english"),
+    ("create_charge()", "english"),
+])
+def test_the_language_is_guessed_from_stop_words(text, language):
+    from memory.promotions.text import guess_language, tokens
+
+    assert guess_language(tokens(text)) == language

@@ -30,10 +30,28 @@ def test_task_runs_detection_for_one_memory(memory, themed):
     assert detect_promotions.delay(987654).get() == 0
 
 
-def test_nightly_sweep_covers_every_active_memory(memory, themed):
+def test_a_failed_run_is_recorded_for_the_inbox(memory, themed, llm_settings, settings):
+    from memory.promotions.services import detection_status
+
+    memory.persona.provider = "openai"
+    memory.persona.save()
+    settings.OPENAI_API_KEY = ""
+    themed(3)
+    assert detect_promotions.delay(memory.pk).get() == 0
+    status = detection_status([memory.pk])[memory.pk]
+    assert status["state"] == "failed" and "OPENAI_API_KEY" in status["message"]
+    assert not PromotionCandidate.objects.exists()
+
+
+def test_nightly_sweep_covers_every_active_memory(memory, themed, django_capture_on_commit_callbacks):
     themed(3)
     MemoryFactory()
-    assert detect_promotions_everywhere.delay().get() == 2
+    archived = MemoryFactory()
+    archived.persona.is_active = False
+    archived.persona.save()
+    with django_capture_on_commit_callbacks(execute=True) as queued:
+        assert detect_promotions_everywhere.delay().get() == 2
+    assert len(queued) == 2
     assert PromotionCandidate.objects.count() == 1
 
 

@@ -98,10 +98,12 @@ def test_second_approver_sees_already_approved_by(client_for, approver, candidat
     assert Lesson.objects.filter(tier="core").count() == 1
 
 
-def test_changed_lessons_ask_for_review_and_refresh_the_proposal(client_for, approver, candidate):
+def test_changed_lessons_ask_for_review_and_refresh_the_proposal(client_for, approver, candidate,
+                                                                 django_capture_on_commit_callbacks):
     lesson = candidate.supporting.order_by("id").first()
     services.lesson_update(lesson=lesson, actor=SYSTEM, text=lesson.text + " in the billing service")
-    response = client_for(approver).post(approve_url(candidate), follow=True)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client_for(approver).post(approve_url(candidate), follow=True)
     assert "changed since this was proposed" in response.content.decode()
     candidate.refresh_from_db()
     assert candidate.status == "superseded"

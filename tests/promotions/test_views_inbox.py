@@ -5,6 +5,7 @@ from datetime import date
 import pytest
 from django.urls import reverse
 
+from memory.models import PromotionCandidate
 from memory.promotions.services import promotion_detect
 from tests.factories import MemoryFactory, make_lesson
 from tests.promotions.conftest import THEME
@@ -126,3 +127,26 @@ def test_hidden_characters_show_as_markers_with_a_warning(client_for, approver, 
     promotion_detect(memory=memory)
     html = client_for(approver).get(URL).content.decode()
     assert_hidden_characters_shown(html)
+
+
+def test_pipeline_reflections_are_labelled_with_their_run_and_observations(client_for, viewer, memory):
+    from memory.engines.offline import OfflineEngine
+    from memory.models import Interaction, PipelineRun
+    from memory.pipeline.services import pipeline_run_execute
+
+    interaction = Interaction.objects.create(memory=memory, trigger_type="session", summary="s", outcome="success",
+                                             transcript=[
+        {"id": "a", "role": "user", "at": "2026-03-02 09:05", "text": "The orders sensor fires before the export finishes"},
+        {"id": "b", "role": "assistant", "at": "2026-03-02 09:10",
+         "text": "The orders sensor only checks the export file exists, so it fires before the export finishes"},
+    ])
+    run = pipeline_run_execute(run_id=PipelineRun.objects.create(memory=memory, interaction=interaction).pk,
+                               engine=OfflineEngine())
+    (candidate,) = PromotionCandidate.objects.filter(status="pending")
+    assert candidate.from_pipeline and candidate.pipeline_run_id == run.pk
+    assert candidate.text.startswith("The orders sensor") and candidate.distinct_dates == 1
+    html = client_for(viewer).get(URL).content.decode()
+    reflections = html[html.index('id="reflections-title"'):]
+    assert "Pipeline reflection" in reflections and f"run #{run.pk}" in reflections
+    assert "from 2 observations on 1 date" in reflections
+    assert "Recurring theme" not in html and "Seen on 1 distinct date" not in html

@@ -2,7 +2,7 @@
 
 import pytest
 
-from memory.engines.base import Completion, EngineError
+from memory.engines.base import Completion, EngineError, ToolCall, ToolResult, ToolSession
 from memory.promotions.services import promotion_detect
 
 pytestmark = pytest.mark.django_db
@@ -21,6 +21,12 @@ class ScriptedEngine:
         if self.error:
             raise self.error
         return Completion(text=self.answer, model="claude-test", tokens_in=10, tokens_out=5)
+
+    def run_tools(self, *, system, prompt, tools, handler, purpose, max_turns=20, **kwargs):
+        # The model check agrees with the whole group, so only the wording is under test here.
+        ids = [int(line.split(" | ")[0][2:]) for line in prompt.splitlines() if " | " in line]
+        call = ToolCall("v1", "verify_group", {"same_lesson": ids, "deserves_core": True, "reason": "Same point."})
+        return ToolSession(turns=1, tool_calls=1, calls=[(call, ToolResult(call.id, handler(call)))])
 
 
 def test_model_wording_is_used_and_keeps_the_refs(memory, themed):

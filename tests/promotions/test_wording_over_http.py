@@ -4,6 +4,7 @@ import pytest
 
 from memory.models import LLMCall
 from memory.promotions.services import promotion_detect
+from tests.promotions.conftest import verdict
 
 pytestmark = pytest.mark.django_db
 
@@ -16,7 +17,7 @@ def fake(memory, llm_settings, llm_server):
 
 
 def test_model_line_becomes_the_proposed_wording(memory, themed, fake):
-    themed(3)
+    fake.tool_calls([verdict(themed(3))])
     fake.text("[DECISION] Stripe webhooks verify the signature before parsing the payload", model="gpt-wording")
 
     (candidate,) = promotion_detect(memory=memory).created
@@ -25,15 +26,16 @@ def test_model_line_becomes_the_proposed_wording(memory, themed, fake):
     assert candidate.category == "DECISION"
     assert candidate.engine == "openai:gpt-wording" and candidate.engine_note == ""
     assert "src/billing/webhooks.py#L10-L30" in candidate.refs
-    (request,) = fake.requests
+    check, request = fake.requests
     prompt = request.json["messages"][-1]["content"]
     assert "2026-01-01" in prompt and "src/billing/webhooks.py#L12" in prompt
-    (call,) = LLMCall.objects.all()
-    assert (call.provider, call.purpose, call.outcome) == ("openai", "promotion", "ok")
+    calls = LLMCall.objects.order_by("id")
+    assert [(c.provider, c.purpose, c.outcome) for c in calls] == [
+        ("openai", "promotion verification", "ok"), ("openai", "promotion", "ok")]
 
 
 def test_unusable_answer_falls_back_to_the_most_specific_lesson(memory, themed, fake):
-    themed(3)
+    fake.tool_calls([verdict(themed(3))])
     fake.text("[OBSERVATION] Webhooks are tricky")
 
     (candidate,) = promotion_detect(memory=memory).created
@@ -43,20 +45,20 @@ def test_unusable_answer_falls_back_to_the_most_specific_lesson(memory, themed, 
 
 
 def test_rate_limit_then_success(memory, themed, fake):
-    themed(3)
+    fake.tool_calls([verdict(themed(3))])
     fake.error(429, "slow down", retry_after=0.01).text("[PATTERN] Webhook signature first in webhooks.py")
 
     (candidate,) = promotion_detect(memory=memory).created
 
     assert candidate.text == "Webhook signature first in webhooks.py" and candidate.engine.startswith("openai")
-    assert len(fake.requests) == 2
+    assert len(fake.requests) == 3
 
 
 def test_server_failure_is_noted_on_the_candidate(memory, themed, fake):
+    fake.tool_calls([verdict(themed(3))])
     for _ in range(3):
         fake.error(503, "overloaded")
 
-    themed(3)
     (candidate,) = promotion_detect(memory=memory).created
 
     assert candidate.engine == "offline" and "503" in candidate.engine_note
