@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memory', '0004_refs_anchors_and_checks'),
+        ('memory', '0005_promotion_detector_and_verification'),
     ]
 
     operations = [
