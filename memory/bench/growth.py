@@ -50,7 +50,7 @@ def _detect_seconds(bench, factor):
     persona = Persona.objects.create(name=f"Growth detection {factor}", role="Implementer")
     project, _ = Project.objects.get_or_create(slug="bench-growth", defaults={"name": "Bench growth"})
     memory = memory_get_or_create(persona=persona, project=project)
-    seed_lessons(memory, n=lessons, themes=max(1, lessons * 3 // 20))
+    seed_lessons(memory, n=lessons, recurring=max(1, lessons // 25))  # the 10k bench has 400 themes
     seconds = bench.time(lambda: promotion_detect(memory=memory))
     cpu = bench.last_cpu
     persona.delete()
