@@ -48,7 +48,7 @@ beat: install
 # Benchmarks run on a throwaway SQLite file (removed afterwards), or on DATABASE_URL when set
 # (then point it at a scratch database: benchmark data stays there). BENCH_ARGS="--only files".
 bench: install
-	@db=$$(mktemp -t nw-bench-XXXXXX); trap 'rm -f "$$db" "$$db-wal" "$$db-shm"' EXIT; \
+	@db=$$(mktemp -t nw-bench-XXXXXX); trap 'rm -rf "$$db" "$$db-wal" "$$db-shm" "$$db-versions"' EXIT; \
 	export SQLITE_PATH="$$db"; \
 	if [ -n "$$DATABASE_URL" ]; then echo "bench: database from DATABASE_URL"; \
 	else echo "bench: throwaway SQLite database $$db"; fi; \

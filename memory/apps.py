@@ -17,3 +17,6 @@ class MemoryConfig(AppConfig):
         import memory.refinement.receivers  # noqa: F401
         import memory.refs.receivers  # noqa: F401
         import memory.tasks  # noqa: F401
+        from memory.context_cache import connect_receivers
+
+        connect_receivers()

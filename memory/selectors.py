@@ -1,16 +1,19 @@
 """Reads: compiled memory and the queries the pages and the API share."""
 
-from collections import defaultdict
+import functools
+from collections import defaultdict, namedtuple
 from dataclasses import dataclass, field
+from datetime import date
 from functools import cached_property
 
-from django.core.cache import cache
-from django.db.models import Prefetch, Q
+from django.db import connection
+from django.db.models import Prefetch
 
-from memory.formats.lines import lesson_line, render_core, render_working, section_header, working_order
+from memory import context_cache
+from memory.formats.lines import lesson_line, render_core, render_working, section_heading, working_order
 from memory.models import Lesson, LessonRef, LessonStatus, Memory, Relevance, Tier
 from memory.refs import Ref
-from memory.refs.models import NEEDS_REVIEW
+from memory.refs.models import NEEDS_REVIEW, RefAnchor
 
 CORE_HEADING = "## Core Lessons"
 WORKING_HEADING = "## Working Memory"
@@ -27,36 +30,6 @@ def active_lessons(memory, tier):
 
 def with_refs(lessons):
     return [(lesson, list(lesson.refs.all())) for lesson in lessons]
-
-
-def _select_within_budget(items, budget, cost):
-    """Pick lessons in the given priority order until the budget is spent.
-
-    Must-keep lessons (protected, critical) are reserved first, so a budget never cuts them,
-    even when they alone exceed it. Returns the set of kept lesson ids.
-    """
-    kept = {lesson.pk for lesson, refs in items if lesson.is_must_keep}
-    spent = sum(cost(lesson, refs) for lesson, refs in items if lesson.pk in kept)
-    for lesson, refs in items:
-        if lesson.pk in kept:
-            continue
-        c = cost(lesson, refs)
-        if spent + c > budget:
-            # Cut at a lesson boundary; nothing past the first cut is taken, so the kept
-            # lessons stay a contiguous run (oldest core / newest working) plus must-keeps.
-            break
-        kept.add(lesson.pk)
-        spent += c
-    return kept
-
-
-def _line_cost(lesson, refs):
-    return len(lesson_line(lesson, refs)) + 1
-
-
-def _working_cost(lesson, refs):
-    # A section header may be added per lesson in the worst case; counting it keeps us under budget.
-    return _line_cost(lesson, refs) + len(section_header(lesson.lesson_date, lesson.category)) + 2
 
 
 @dataclass
@@ -91,16 +64,17 @@ class CompiledMemory:
 
 # Lessons are read in pages from the kept end of each tier: a budget holds tens of lessons, a
 # memory may hold tens of thousands, and compiling runs on every agent turn. The first page is
-# sized for short lines (~40 characters), so one page nearly always fills the budget and the query
-# count stays the same however large the memory; later pages double.
+# sized for lines of ~80 characters (a typical lesson with a ref), so one page usually fills the
+# budget and the query count stays the same however large the memory; later pages double.
 def _first_page(budget):
-    return max(50, budget // 40)
+    return max(50, budget // 80)
 
 
 # Only what rendering and budgeting read, as light rows (attribute access like a Lesson, no
 # model instances): compiling runs on every agent turn, exporting reads every lesson.
 LESSON_ROW_FIELDS = ("id", "tier", "category", "text", "relevance", "protected", "lesson_date", "section",
                      "unparsed", "raw_line", "undated", "section_heading")
+LessonRow = namedtuple("LessonRow", LESSON_ROW_FIELDS)
 
 
 def lesson_rows_with_refs(queryset):
@@ -119,59 +93,163 @@ def lesson_rows_with_refs(queryset):
     return [(lesson, refs.get(lesson.id, [])) for lesson in lessons]
 
 
-def _pick_within_budget(memory, tier, must_keep, budget, cost, newest_first):
+@functools.cache
+def _lesson_sql(where, order, limit=False):
+    """Active lessons of one memory with their refs in one statement (hand-written: the ORM's query
+    building cost more than the rest of compiling). Refs come as extra rows, in position order."""
+    qn = connection.ops.quote_name
+    columns = ", ".join(f"l.{qn(name)}" for name in LESSON_ROW_FIELDS)
+    inner = (
+        f"SELECT {', '.join(qn(name) for name in LESSON_ROW_FIELDS)} FROM {qn(Lesson._meta.db_table)} "
+        f"WHERE memory_id = %s AND status = 'active' AND {where} ORDER BY id {order}"
+        + (" LIMIT %s" if limit else "")
+    )
+    return (
+        f"SELECT {columns}, r.path, r.start_line, r.end_line, a.status FROM ({inner}) l "
+        f"LEFT JOIN {qn(LessonRef._meta.db_table)} r ON r.lesson_id = l.id "
+        f"LEFT JOIN {qn(RefAnchor._meta.db_table)} a ON a.id = r.anchor_id "
+        f"ORDER BY l.id {order}, r.position, r.id"
+    )
+
+
+def _fetch_rows(sql, params):
+    """[(LessonRow, [Ref…])] from one of the `_lesson_sql` statements, in its order."""
+    out = []
+    last_id = None
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for row in cursor.fetchall():
+            if row[0] != last_id:
+                last_id = row[0]
+                day = row[6]
+                if isinstance(day, str):  # SQLite may hand back text
+                    day = date.fromisoformat(day)
+                refs = []
+                out.append((LessonRow(row[0], row[1], row[2], row[3], row[4], bool(row[5]), day, row[7],
+                                      bool(row[8]), row[9], bool(row[10]), row[11]), refs))
+            if row[12] is not None:
+                refs.append(Ref(row[12], row[13], row[14], stale=row[15] in NEEDS_REVIEW))
+    return out
+
+
+def _section_key(lesson):
+    return (lesson.lesson_date, lesson.section, lesson.undated)
+
+
+def _section_cost(lesson):
+    """What a section adds around its lines: its header (its kept heading, or one named after its
+    first lesson) and the blank line closing it; undated lessons sit bare, before a blank line."""
+    return 1 if lesson.undated else len(section_heading(lesson)) + 2
+
+
+def _working_gain(older, lesson, newer, line):
+    """How much the working text grows when `lesson` joins the kept lessons between its kept
+    neighbours `older` and `newer` (either may be None): its line, plus any section header it
+    opens or moves. Lessons of one (date, section) in a row share a section, headed by the first."""
+    key = _section_key(lesson)
+    with_older = older is not None and _section_key(older) == key
+    with_newer = newer is not None and _section_key(newer) == key
+    if with_older:
+        return line
+    if with_newer:  # it now heads the section `newer` headed
+        return line + _section_cost(lesson) - _section_cost(newer)
+    gain = line + _section_cost(lesson)
+    if older is not None and newer is not None and _section_key(older) == _section_key(newer):
+        gain += _section_cost(newer)  # it splits a section in two
+    return gain
+
+
+def _pick_within_budget(memory, tier, must_keep, budget):
     """Must-keep lessons of the tier, then lessons in priority order up to the first that does not fit.
 
-    The same choice as `_select_within_budget` over the whole tier, reading only the pages it needs.
+    Core keeps its oldest lessons, working its newest. The budget is spent on exactly the text the
+    kept lessons make in the tier's file (`render_core` / `render_working`), computed on lengths.
+    Returns {id: (row, refs)}.
     """
-    kept = {lesson.id: (lesson, refs) for lesson, refs in must_keep if lesson.tier == tier}
-    spent = sum(cost(lesson, refs) for lesson, refs in kept.values())
-    queryset = Lesson.objects.filter(memory=memory, tier=tier, status=LessonStatus.ACTIVE)
-    queryset = queryset.order_by("-id" if newest_first else "id")
+    reserved = sorted(((lesson, refs) for lesson, refs in must_keep if lesson.tier == tier),
+                      key=lambda item: item[0].id)
+    kept = {lesson.id: (lesson, refs) for lesson, refs in reserved}
+    core = tier == Tier.CORE
+    if core:
+        spent = len(render_core(reserved))
+    else:
+        spent = len(render_working(reserved))
+        older_reserved = [lesson for lesson, _ in reserved]  # popped from the end as the walk passes them
+    newer = None
+    order = "ASC" if core else "DESC"
     after, size = None, _first_page(budget)
     while True:
-        page = queryset
-        if after is not None:
-            page = queryset.filter(id__lt=after) if newest_first else queryset.filter(id__gt=after)
-        items = lesson_rows_with_refs(page[:size])
+        if after is None:
+            items = _fetch_rows(_lesson_sql("tier = %s", order, True), [memory.pk, tier, size])
+        else:
+            where = "tier = %s AND id " + (">" if core else "<") + " %s"
+            items = _fetch_rows(_lesson_sql(where, order, True), [memory.pk, tier, after, size])
         for lesson, refs in items:
             if lesson.id in kept:
+                newer = lesson
                 continue
-            c = cost(lesson, refs)
-            if spent + c > budget:
+            line = len(lesson_line(lesson, refs)) + 1
+            if core:
+                gain = line
+            else:
+                while older_reserved and older_reserved[-1].id > lesson.id:
+                    older_reserved.pop()
+                gain = _working_gain(older_reserved[-1] if older_reserved else None, lesson, newer, line)
+            if spent + gain > budget:
                 # Cut at a lesson boundary; nothing past the first cut is taken, so the kept
                 # lessons stay a contiguous run (oldest core / newest working) plus must-keeps.
                 return kept
             kept[lesson.id] = (lesson, refs)
-            spent += c
+            spent += gain
+            newer = lesson
         if len(items) < size:
             return kept
         after, size = items[-1][0].id, size * 2
 
 
+def active_lesson_rows(memory):
+    """[(row, [Ref…])] of every active lesson of a memory in file order, in one query (exporting)."""
+    return _fetch_rows(_lesson_sql("1 = 1", "ASC"), [memory.pk])
+
+
+def _must_keep(memory):
+    # Spelled as the partial index `lesson_must_keep` is, so the database reads only must-keeps.
+    return _fetch_rows(_lesson_sql("(protected OR relevance = 'critical')", "ASC"), [memory.pk])
+
+
 def compile_memory(memory):
     """`## Core Lessons` then `## Working Memory`, each within its budget, cut at lesson boundaries.
 
-    Core keeps its first lessons, working its most recent; protected and critical lessons are
-    always kept. An empty memory compiles to "" so a persona without memory gets exactly its prompt.
+    Within budget the text is exactly what Night Watch makes of the exported core.md and working.md
+    (`## Core Lessons\n{core}\n## Working Memory\n{working}`); over budget, core keeps its first
+    lessons and working its most recent, whole, and protected and critical lessons are always kept.
+    An empty memory compiles to "" so a persona without memory gets exactly its prompt.
     """
-    active = Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE)
-    must_keep = lesson_rows_with_refs(
-        active.filter(Q(protected=True) | Q(relevance=Relevance.CRITICAL)).order_by("id")
-    )
-    core = _pick_within_budget(memory, Tier.CORE, must_keep, memory.core_char_budget, _line_cost, False)
-    working = _pick_within_budget(memory, Tier.WORKING, must_keep, memory.working_char_budget, _working_cost, True)
+    must_keep = _must_keep(memory)
+    core = _pick_within_budget(memory, Tier.CORE, must_keep, memory.core_char_budget)
+    working = _pick_within_budget(memory, Tier.WORKING, must_keep, memory.working_char_budget)
     core_kept = [core[pk] for pk in sorted(core)]
     working_kept = working_order([working[pk] for pk in sorted(working)])
     core_text = render_core(core_kept)
     working_text = render_working(working_kept)
+    # The walk counts sections in id order; a compaction's lines keep the section of the lessons
+    # they replaced and so sit earlier in the file. Whatever the order, never go past the budget.
+    while len(working_text) > memory.working_char_budget:
+        droppable = [lesson.id for lesson, _ in working_kept
+                     if not (lesson.protected or lesson.relevance == Relevance.CRITICAL)]
+        if not droppable:
+            break
+        del working[min(droppable)]
+        working_kept = working_order([working[pk] for pk in sorted(working)])
+        working_text = render_working(working_kept)
     if core_kept or working_kept:
-        text = f"{CORE_HEADING}\n{core_text}\n{WORKING_HEADING}\n{working_text}".rstrip("\n") + "\n"
+        text = f"{CORE_HEADING}\n{core_text}\n{WORKING_HEADING}\n{working_text}"
     else:
         text = ""
 
     def load_cut():  # read when first asked for, so it reflects the memory at that moment
         core_cut, working_cut = [], []
+        active = Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE)
         for pk, tier in active.order_by("id").values_list("id", "tier"):
             if tier == Tier.CORE:
                 if pk not in core:
@@ -194,11 +272,12 @@ def compile_memory(memory):
 
 def compiled_memory_text(memory):
     """Compiled memory text, cached per memory version (every mutation bumps the version)."""
-    key = f"nw:compiled:{memory.pk}:{memory.version}"
-    text = cache.get(key)
+    key = context_cache.compiled_key(memory)
+    store = context_cache.local()
+    text = store.get(key)
     if text is None:
         text = compile_memory(memory).text
-        cache.set(key, text, timeout=24 * 3600)
+        store.set(key, text, timeout=context_cache.COMPILED_SECONDS)
     return text
 
 

@@ -10,6 +10,7 @@ from django.db.models import F
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
+from memory import context_cache
 from memory.models import (
     ALL_CATEGORIES,
     CORE_CATEGORIES,
@@ -159,7 +160,19 @@ def batch_create(*, memory, kind, actor, label="", reason=""):
 def memory_bump_version(memory):
     Memory.objects.filter(pk=memory.pk).update(version=F("version") + 1)
     memory.refresh_from_db(fields=["version"])
+    context_cache.memory_changed(memory)
     return memory.version
+
+
+def memories_bump_version(memory_ids):
+    """memory_bump_version for many memories at once (a bulk import); returns {memory id: new version}."""
+    memories = Memory.objects.filter(pk__in=memory_ids)
+    memories.update(version=F("version") + 1)
+    versions = {}
+    for memory in memories.only("id", "persona_id", "project_id", "version"):
+        context_cache.memory_changed(memory)
+        versions[memory.pk] = memory.version
+    return versions
 
 
 def memory_get_or_create(*, persona, project):

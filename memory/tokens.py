@@ -11,6 +11,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from memory import context_cache
 from memory.models import AgentToken
 from personas.models import Persona, Project
 
@@ -43,6 +44,7 @@ class AuthenticatedToken:
     last_used_at: datetime | None
     persona_name: str
     project_slug: str | None
+    digest: str = ""
 
     @cached_property
     def model(self):
@@ -53,14 +55,27 @@ class AuthenticatedToken:
         return Persona.objects.get(pk=self.persona_id)
 
 
-def agent_token_authenticate(raw):
+def agent_token_authenticate(raw, *, cached=False):
     """The live token for a raw bearer value, or None.
 
-    Every API request starts here, so it is one hand-written indexed query: building it with
-    the ORM would cost more than serving the whole cached context.
+    Every API request starts here: with `cached`, a token seen in the last
+    `AGENT_TOKEN_CACHE_SECONDS` costs no query (a revocation elsewhere shows within those
+    seconds); otherwise one hand-written indexed query (building it with the ORM would cost
+    more than serving the whole cached context).
     """
     if not raw or not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
         return None
+    digest = token_hash(raw)
+    row = context_cache.token_get(digest) if cached else None
+    if row is None:
+        row = _token_row(digest)
+        if row is None:
+            return None
+        context_cache.token_set(digest, row)
+    return AuthenticatedToken(*row, digest)
+
+
+def _token_row(digest):
     qn = connection.ops.quote_name
     sql = (
         f"SELECT t.id, t.persona_id, t.project_id, t.prefix, t.last_used_at, p.name, pr.slug "
@@ -69,7 +84,7 @@ def agent_token_authenticate(raw):
         f"WHERE t.token_hash = %s AND t.revoked_at IS NULL AND p.archived_at IS NULL"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [token_hash(raw)])
+        cursor.execute(sql, [digest])
         row = cursor.fetchone()
     if row is None:
         return None
@@ -78,8 +93,17 @@ def agent_token_authenticate(raw):
         last_used_at = parse_datetime(last_used_at)
     if last_used_at is not None and timezone.is_naive(last_used_at):
         last_used_at = timezone.make_aware(last_used_at, dt_timezone.utc)
-    return AuthenticatedToken(token_id, persona_id, project_id, prefix, last_used_at, persona_name, project_slug)
+    return (token_id, persona_id, project_id, prefix, last_used_at, persona_name, project_slug)
+
+
+def agent_token_touch(token, now):
+    """Record that a token was used (callers do it at most once a minute per token)."""
+    AgentToken.objects.filter(pk=token.id).update(last_used_at=now)
+    token.last_used_at = now
+    context_cache.token_set(token.digest, (token.id, token.persona_id, token.project_id, token.prefix, now,
+                                           token.persona_name, token.project_slug))
 
 
 def agent_token_revoke(*, token):
     AgentToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    context_cache.token_changed(token.token_hash)

@@ -184,6 +184,18 @@ if _cache_url:
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# What each process keeps for itself: immutable or short-lived values read on every agent turn.
+CACHES["local"] = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "nightwatch-local"}
+# Memory versions for context reads need a cache every process of the deployment shares, so a
+# write in one clears it for all: Redis when CACHE_URL is set; else, with SQLite (one host by
+# nature), files next to the database. PostgreSQL without CACHE_URL reads versions from the database.
+if _cache_url:
+    CACHES["versions"] = {**CACHES["default"], "KEY_PREFIX": "versions"}
+elif not _database_url:
+    CACHES["versions"] = {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": env_str("VERSION_CACHE_DIR", DATABASES["default"]["NAME"] + "-versions"),
+    }
 
 
 # Celery: with no broker configured, tasks run in-process at enqueue time.
@@ -236,6 +248,12 @@ OPENAI_DEFAULT_MODEL = env_str("OPENAI_DEFAULT_MODEL", "gpt-4.1-mini")
 # Agent API
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 256 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(API_MAX_BODY_BYTES, 2_621_440)
+# Context reads (every agent turn) take these from the cache; see memory/context_cache.py.
+# A revoked token stops working at once in the process that revoked it, in the others within this many seconds.
+AGENT_TOKEN_CACHE_SECONDS = env_int("AGENT_TOKEN_CACHE_SECONDS", 5, minimum=0)
+# How long a context read trusts a cached memory version (writes clear it when they commit, so
+# this bounds only a read that raced a write); 0 reads the version from the database every time.
+MEMORY_VERSION_CACHE_SECONDS = env_int("MEMORY_VERSION_CACHE_SECONDS", 10 if "versions" in CACHES else 0, minimum=0)
 
 LOGGING = {
     "version": 1,

@@ -1,6 +1,9 @@
 import os
+import shutil
+import tempfile
 
 import pytest
+from django.conf import settings as django_settings
 
 from tests.factories import MemoryFactory, PersonaFactory, ProjectFactory
 
@@ -12,11 +15,25 @@ def pytest_collection_modifyitems(config, items):
     pass
 
 
+def pytest_configure(config):
+    # Memory versions cached in files must not outlive a test database (ids start again each run).
+    versions = django_settings.CACHES.get("versions", {})
+    if versions.get("BACKEND", "").endswith("FileBasedCache"):
+        versions["LOCATION"] = tempfile.mkdtemp(prefix="nw-test-versions-")
+
+
+def pytest_unconfigure(config):
+    location = django_settings.CACHES.get("versions", {}).get("LOCATION", "")
+    if os.path.basename(location).startswith("nw-test-versions-"):
+        shutil.rmtree(location, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
 def _clear_cache():
-    from django.core.cache import cache
+    from django.core.cache import caches
 
-    cache.clear()
+    for cache in caches.all(initialized_only=True):
+        cache.clear()
     yield
 
 

@@ -7,21 +7,23 @@ from django.core.exceptions import RequestDataTooBig
 from django.utils import timezone
 from ninja.security import HttpBearer
 
-from memory.models import AgentToken
-from memory.tokens import agent_token_authenticate
+from memory.tokens import agent_token_authenticate, agent_token_touch
 
 # Recording every use would turn each read into a write; once a minute is precise enough.
 LAST_USED_PRECISION = timedelta(minutes=1)
 
 
-def agent_token_for_bearer(raw):
-    """The live token for a bearer value (noting when it was last used), or None."""
-    agent_token = agent_token_authenticate(raw)
+def agent_token_for_bearer(raw, *, cached=False):
+    """The live token for a bearer value (noting when it was last used), or None.
+
+    The HTTP API takes the scope from the cache (`cached`): every agent turn reads its context.
+    """
+    agent_token = agent_token_authenticate(raw, cached=cached)
     if agent_token is None:
         return None
     now = timezone.now()
     if agent_token.last_used_at is None or now - agent_token.last_used_at > LAST_USED_PRECISION:
-        AgentToken.objects.filter(pk=agent_token.id).update(last_used_at=now)
+        agent_token_touch(agent_token, now)
     return agent_token
 
 
@@ -56,6 +58,6 @@ class AgentTokenAuth(HttpBearer):
         return super().__call__(request)
 
     def authenticate(self, request, token):
-        agent_token = agent_token_for_bearer(token)
+        agent_token = agent_token_for_bearer(token, cached=True)
         request.agent_token = agent_token
         return agent_token

@@ -6,13 +6,12 @@ from django.db.models import Prefetch
 
 from django.core.exceptions import ValidationError
 
+from memory import context_cache
 from memory.models import Change, Interaction, Lesson, LessonRef, Memory, RefStatus
 from memory.refs import STALE_MARK
 from memory.pipeline.prompts import CONTEXT_USAGE
 from memory.selectors import compile_memory
 from personas.models import Persona, PersonaAlias, Project
-
-CACHE_SECONDS = 24 * 3600
 
 
 # --- scope: what a token may reach (the API answers 403 / 404, the MCP server a tool error) ----
@@ -89,24 +88,28 @@ def _refs_prefetch():
 
 
 def memory_lookup(persona_id, project_slug):
-    """The memory of a persona in the project with that slug, or None; one indexed query.
+    """The memory of a persona in the project with that slug, or None: from the cache when it may be
+    trusted (see `memory.context_cache`), else one indexed query.
 
     Hand-written because it runs on every context read, where the ORM's query building would
     cost more than serving the cached text. The instance carries what compiling needs (id,
     version, budgets) and is only read, never saved.
     """
-    qn = connection.ops.quote_name
-    sql = (
-        f"SELECT m.id, m.persona_id, m.project_id, m.version, m.core_char_budget, m.working_char_budget "
-        f"FROM {qn(Memory._meta.db_table)} m JOIN {qn(Project._meta.db_table)} pr ON pr.id = m.project_id "
-        f"WHERE m.persona_id = %s AND pr.slug = %s"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [persona_id, project_slug])
-        row = cursor.fetchone()
+    row = context_cache.memory_get(persona_id, project_slug)
     if row is None:
-        return None
-    memory_id, persona_id, project_id, version, core_budget, working_budget = row
+        qn = connection.ops.quote_name
+        sql = (
+            f"SELECT m.id, m.project_id, m.version, m.core_char_budget, m.working_char_budget "
+            f"FROM {qn(Memory._meta.db_table)} m JOIN {qn(Project._meta.db_table)} pr ON pr.id = m.project_id "
+            f"WHERE m.persona_id = %s AND pr.slug = %s"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [persona_id, project_slug])
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        context_cache.memory_set(persona_id, project_slug, row, project_id=row[1])
+    memory_id, project_id, version, core_budget, working_budget = row
     return Memory(id=memory_id, persona_id=persona_id, project_id=project_id, version=version,
                   core_char_budget=core_budget, working_char_budget=working_budget)
 
@@ -116,7 +119,7 @@ def context_payload(memory):
     if memory.pk is None:
         return {"version": 0, "text": "", "lessons": [], "cut_lesson_ids": [], "usage": CONTEXT_USAGE,
                 "text_with_ids": ""}
-    key = f"nw:context-json:{memory.pk}:{memory.version}"
+    key = "nw:context-json:" + context_cache.compiled_key(memory)
     payload = cache.get(key)
     if payload is not None:
         return payload
@@ -145,7 +148,7 @@ def context_payload(memory):
     }
     payload["usage"] = CONTEXT_USAGE
     payload["text_with_ids"] = text_with_ids(payload["lessons"])
-    cache.set(key, payload, timeout=CACHE_SECONDS)
+    cache.set(key, payload, timeout=context_cache.COMPILED_SECONDS)
     return payload
 
 

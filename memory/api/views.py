@@ -109,8 +109,8 @@ def memory_context(request, persona: str, project: str, format: Literal["text", 
     if format == "json":
         payload = context_payload(memory)
         return {"persona": request.auth.persona_name, "project": slug, **payload}
-    # The version identifies the text, so an agent holding the current text gets a 304.
-    etag = f'"m{memory.pk or 0}-v{memory.version}"'
+    # The version and budgets identify the text, so an agent holding the current text gets a 304.
+    etag = f'"m{memory.pk or 0}-v{memory.version}-b{memory.core_char_budget}.{memory.working_char_budget}"'
     if etag in [tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")]:
         response = HttpResponse(status=304)
     else:

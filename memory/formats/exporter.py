@@ -11,6 +11,7 @@ change is left alone.
 import os
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,8 +25,11 @@ from memory.formats.nightwatch import (
     WORKING_FILE,
     archived_folder_name,
 )
-from memory.models import Lesson, LessonStatus, Memory, Tier
-from memory.selectors import lesson_rows_with_refs
+from memory.models import Memory, Tier
+from memory.selectors import active_lesson_rows
+
+
+WRITERS = 16
 
 
 class ExportError(Exception):
@@ -82,9 +86,7 @@ def memories_to_export(*, persona=None, project=None):
 
 def render_memory_files(memory):
     """{file name: text} for one memory, in exactly the format Night Watch reads."""
-    rows = lesson_rows_with_refs(
-        Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE).order_by("id")
-    )
+    rows = active_lesson_rows(memory)
     core = [(lesson, refs) for lesson, refs in rows if lesson.tier == Tier.CORE]
     working = [(lesson, refs) for lesson, refs in rows if lesson.tier == Tier.WORKING]
     return {CORE_FILE: (render_core(core), len(core)), WORKING_FILE: (render_working(working), len(working))}
@@ -139,9 +141,19 @@ def export_tree(*, root, persona=None, project=None, now=None):
     folders = {memory.pk: memory_folder(root, memory) for memory in memories}  # validates every name first
     stamp = (now or timezone.now()).strftime("%Y%m%dT%H%M%SZ")
     report = ExportReport(root=root)
-    for memory in memories:
-        for name, (text, count) in render_memory_files(memory).items():
-            result = write_atomic(folders[memory.pk] / name, text.encode("utf-8"), stamp=stamp)
-            result.lessons = count
-            report.files.append(result)
+    files = [
+        (folders[memory.pk] / name, text.encode("utf-8"), count)
+        for memory in memories
+        for name, (text, count) in render_memory_files(memory).items()
+    ]
+
+    def write(item):
+        path, data, count = item
+        result = write_atomic(path, data, stamp=stamp)
+        result.lessons = count
+        return result
+
+    # Each file waits on its own fsync; the disk takes several at once, so files are written in parallel.
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        report.files.extend(pool.map(write, files))
     return report

@@ -17,6 +17,12 @@ date; when added they are stored undated (the import day only orders them) and e
 Folder names are kept exactly as read (spaces, dots, decomposed Unicode): Night Watch finds a
 memory by its exact folder name, so export writes the same name. The project's URL slug is
 derived from the folder name separately.
+
+Unchanged folders. Each import remembers, per root and memory folder, the hash of the folder's
+files and the version it left the memory at (`ImportedFolder`). When both are the same the next
+time, the folder would add nothing, so it is reported as such without being parsed; any change to
+the memory in between (an edit, a deletion, a revert) or to the files sends it through the full
+comparison above.
 """
 
 import re
@@ -24,6 +30,7 @@ import sqlite3
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_unicode_slug
@@ -33,7 +40,7 @@ from django.utils.text import slugify
 
 from memory import services
 from memory.formats.nightwatch import TreeError
-from memory.models import Change, ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, content_hash
+from memory.models import Change, ChangeBatch, ImportedFolder, Lesson, LessonRef, LessonStatus, Memory, content_hash
 from memory.refs.services import schedule_anchoring
 from memory.signals import working_lessons_added
 from personas.models import Persona, Project
@@ -57,7 +64,9 @@ class MemoryImport:
     notes: list = field(default_factory=list)
     batch_id: int | None = None
     memory_id: int | None = None
+    memory_version: int | None = None
     working_ids: list = field(default_factory=list, repr=False)
+    skipped: bool = False  # unchanged since its last import: not even parsed
 
     @property
     def added(self):
@@ -259,35 +268,35 @@ class _Inserter:
         self.fields = [f for f in model._meta.concrete_fields if not f.primary_key]
         self.varying = list(varying)
         by_name = {f.attname: f for f in self.fields}
+        # (position, adapter) of the given columns that need adapting to the database; the rest go as they are.
         self.adapt = []
-        for name in self.varying:
+        for i, name in enumerate(self.varying):
             field_ = by_name[name]
             if isinstance(field_, models.JSONField):
-                self.adapt.append(lambda v, f=field_: f.get_db_prep_save(v, connection))
+                self.adapt.append((i, lambda v, encoder=field_.encoder: None if v is None else ops.adapt_json_value(v, encoder)))
             elif isinstance(field_, models.DateTimeField):
-                self.adapt.append(ops.adapt_datetimefield_value)
+                self.adapt.append((i, ops.adapt_datetimefield_value))
             elif isinstance(field_, models.DateField):
-                self.adapt.append(ops.adapt_datefield_value)
-            else:
-                self.adapt.append(None)
+                self.adapt.append((i, ops.adapt_datefield_value))
         constants = {}
         for f in self.fields:
             if f.attname in self.varying:
                 continue
             value = now if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False) else f.get_default()
             constants[f.attname] = f.get_db_prep_save(value, connection)
-        self.constants = constants
         qn = ops.quote_name
-        self.columns = [f.attname for f in self.fields if f.attname in self.varying] + list(constants)
+        self.columns = self.varying + list(constants)
         self.column_sql = ", ".join(qn(by_name[name].column) for name in self.columns)
         self.table = qn(model._meta.db_table)
         self.pk = qn(model._meta.pk.column)
-        self.order = [self.varying.index(name) for name in self.columns if name in self.varying]
         self.constant_values = list(constants.values())
 
     def _row(self, values):
-        adapted = [a(v) if a else v for a, v in zip(self.adapt, values)]
-        return [adapted[i] for i in self.order] + self.constant_values
+        row = list(values)
+        for i, adapt in self.adapt:
+            row[i] = adapt(row[i])
+        row += self.constant_values
+        return row
 
     def insert(self, rows, *, returning=False):
         """rows: tuples in `varying` order. Returns the new primary keys in row order when asked."""
@@ -367,11 +376,12 @@ def _insert_lessons(memory, batch, lines, today, base, cache):
     return ids
 
 
-def memory_import_folder(*, folder, actor, label, today=None, cache=None):
+def memory_import_folder(*, folder, actor, label, today=None, cache=None, bump=True):
     """Import one persona × project folder. Call inside a transaction (import_tree does).
 
     `cache` (a dict shared across the folders of one import) saves looking up a persona or
-    project again for each of its folders.
+    project again for each of its folders. bump=False leaves the version to the caller, which
+    bumps every memory it changed once at the end.
     """
     cache = {} if cache is None else cache
     report = MemoryImport(
@@ -390,6 +400,7 @@ def memory_import_folder(*, folder, actor, label, today=None, cache=None):
     else:
         new_lines, report.already_present = select_new_lines(memory, folder.core + folder.working)
         base = services.next_section(memory)
+    report.memory_id, report.memory_version = memory.pk, memory.version
     if not new_lines:
         return report
     batch = services.batch_create(
@@ -400,12 +411,55 @@ def memory_import_folder(*, folder, actor, label, today=None, cache=None):
     if any(line.refs for line in new_lines):
         schedule_anchoring(memory.pk)  # bulk inserts skip the per-lesson anchoring of services
     report.working_ids = [pk for pk, line in zip(ids, new_lines) if line.tier == "working"]
-    services.memory_bump_version(memory)
+    if bump:
+        report.memory_version = services.memory_bump_version(memory)
     report.batch_id = batch.pk
-    report.memory_id = memory.pk
     report.core_added = sum(1 for line in new_lines if line.tier == "core")
     report.working_added = len(new_lines) - report.core_added
     return report
+
+
+_FOLDER_FIELDS = ("folder", "digest", "memory_id", "memory_version", "lines", "memory__version",
+                  "memory__persona__name", "memory__persona__archived_at", "memory__project__slug")
+
+
+def _imported_folders(root):
+    """{folder: row} of what the last imports from this root left, with the memory as it is now."""
+    return {row[0]: row for row in ImportedFolder.objects.filter(root=root).values_list(*_FOLDER_FIELDS)}
+
+
+def _unchanged(folder, known):
+    """The report of a folder that would add nothing (same files, memory untouched since), or None.
+
+    Only a folder whose import said nothing beyond counts (no unparsed line, no note) is remembered,
+    so a skipped folder reports exactly what importing it again would.
+    """
+    if known is None or not folder.digest:
+        return None
+    _, digest, memory_id, version_then, lines, version_now, persona, archived_at, slug = known
+    archived = folder.archived_at is not None
+    same_names = (
+        persona.casefold() in (folder.persona_name.strip().casefold(), folder.archived_folder.casefold())
+        and (archived_at is not None) == archived and slug == project_slug_for(folder.project_folder)
+    )
+    if digest != folder.digest or version_then != version_now or not same_names:
+        return None
+    return MemoryImport(persona=persona, project=slug, archived=archived, already_present=lines,
+                        memory_id=memory_id, memory_version=version_now, skipped=True)
+
+
+def _remember_folders(root, imported):
+    now = timezone.now()
+    ImportedFolder.objects.bulk_create(
+        [
+            ImportedFolder(root=root, folder=rel, memory_id=result.memory_id, digest=digest,
+                           memory_version=result.memory_version, lines=result.added + result.already_present,
+                           imported_at=now)
+            for rel, (digest, result) in imported.items()
+        ],
+        update_conflicts=True, unique_fields=["root", "folder"],
+        update_fields=["memory", "digest", "memory_version", "lines", "imported_at"],
+    )
 
 
 @transaction.atomic
@@ -425,10 +479,26 @@ def memory_import_tree(*, tree, actor, dry_run=False, notify=False):
     today = timezone.localdate()
     ordered = sorted(tree.memories, key=lambda m: m.archived_at is not None)
     cache = {}
+    root = str(Path(tree.root).resolve())
+    known = _imported_folders(root)
+    imported = {}
     for folder in ordered:
-        report.memories.append(
-            memory_import_folder(folder=folder, actor=actor, label=label, today=today, cache=cache)
-        )
+        rel = Path(folder.path).relative_to(tree.root).as_posix()
+        unchanged = _unchanged(folder, known.get(rel))
+        if unchanged is not None:
+            report.memories.append(unchanged)
+            continue
+        result = memory_import_folder(folder=folder, actor=actor, label=label, today=today, cache=cache, bump=False)
+        report.memories.append(result)
+        if folder.digest and not result.unparsed and not result.notes:
+            imported[rel] = (folder.digest, result)
+    changed = {m.memory_id for m in report.memories if m.batch_id}
+    if changed:
+        versions = services.memories_bump_version(changed)
+        for m in report.memories:
+            m.memory_version = versions.get(m.memory_id, m.memory_version)
+    if imported and not dry_run:
+        _remember_folders(root, imported)
     if dry_run:
         transaction.set_rollback(True)
     elif notify:

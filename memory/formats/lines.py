@@ -66,13 +66,13 @@ def working_sections(lessons_with_refs):
         undated = _undated(lesson)
         key = (lesson.lesson_date, lesson.section, undated)
         if key != current_key:
-            sections.append((None if undated else _heading(lesson), []))
+            sections.append((None if undated else section_heading(lesson), []))
             current_key = key
         sections[-1][1].append((lesson, refs))
     return sections
 
 
-def _heading(lesson):
+def section_heading(lesson):
     # The header an imported section had is kept as read; otherwise the tag is the first bullet's.
     kept = getattr(lesson, "section_heading", "")
     return kept or section_header(lesson.lesson_date, "" if lesson.unparsed else lesson.category)

@@ -25,6 +25,7 @@ Blank lines and section headers are structure, not lessons.
 Writing the same format is `memory.formats.lines`.
 """
 
+import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -91,9 +92,26 @@ class MemoryFolder:
     persona_folder: str = ""  # the persona's folder name exactly as on disk (active personas)
     archived_at: datetime | None = None
     archived_folder: str = ""  # the folder name under .archived/
-    core: list = field(default_factory=list)
-    working: list = field(default_factory=list)
-    notes: list = field(default_factory=list)
+    # sha256 of the files it was read from ("" when not known): an import skips a folder whose
+    # files have not changed since it last imported them.
+    digest: str = ""
+    # Fills core, working and notes when one of them is first read, so a skipped folder is never parsed.
+    parser: object = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        self._parsed = None
+
+    def _lines(self):
+        if self._parsed is None:
+            self._parsed = {"core": [], "working": [], "notes": []}
+            if self.parser is not None:
+                self.parser(self)
+        return self._parsed
+
+    core = property(lambda self: self._lines()["core"], lambda self, value: self._lines().__setitem__("core", value))
+    working = property(lambda self: self._lines()["working"],
+                       lambda self, value: self._lines().__setitem__("working", value))
+    notes = property(lambda self: self._lines()["notes"], lambda self, value: self._lines().__setitem__("notes", value))
 
     @property
     def unparsed(self):
@@ -258,12 +276,23 @@ def split_archived_folder(folder):
 # --- the tree --------------------------------------------------------------------------------
 
 def _read(path, root):
+    return _decode(_read_bytes(path, root), path, root)
+
+
+def _read_bytes(path, root):
     try:
-        return path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise TreeError(f"{path.relative_to(root)} is not UTF-8 text (byte {exc.start}); nothing was imported") from None
+        return path.read_bytes()
     except OSError as exc:
         raise TreeError(f"cannot read {path.relative_to(root)}: {exc.strerror}; nothing was imported") from None
+
+
+def _decode(data, path, root):
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise TreeError(f"{path.relative_to(root)} is not UTF-8 text (byte {exc.start}); nothing was imported") from None
+    # Line ends as a file opened in text mode reads them.
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 def _visible_dirs(path):
@@ -272,35 +301,49 @@ def _visible_dirs(path):
 
 def read_memory_folder(folder, root, persona_name, project_folder, archived_at=None, archived_folder="",
                        persona_folder=""):
-    mem = MemoryFolder(
+    """The folder's files are read (and must be UTF-8) now; their lines are parsed when first asked for."""
+    rel = folder.relative_to(root).as_posix()
+    texts, digest = {}, hashlib.sha256()
+    for name in (CORE_FILE, WORKING_FILE, LEGACY_FILE):
+        path = folder / name
+        if path.is_file():
+            data = _read_bytes(path, root)
+            texts[name] = _decode(data, path, root)
+            digest.update(f"{name}\0{len(data)}\0".encode())
+            digest.update(data)
+
+    def parse(mem):
+        if CORE_FILE in texts:
+            mem.core = parse_core(texts[CORE_FILE], f"{rel}/{CORE_FILE}")
+        if WORKING_FILE in texts:
+            mem.working = parse_working(texts[WORKING_FILE], f"{rel}/{WORKING_FILE}")
+        if LEGACY_FILE in texts:
+            _read_legacy(mem, parse_working(texts[LEGACY_FILE], f"{rel}/{LEGACY_FILE}"), WORKING_FILE in texts, rel)
+
+    return MemoryFolder(
         persona_name=persona_name, project_folder=project_folder, path=folder,
         archived_at=archived_at, archived_folder=archived_folder, persona_folder=persona_folder,
+        digest=digest.hexdigest(), parser=parse,
     )
-    rel = folder.relative_to(root).as_posix()
-    core, working, legacy = folder / CORE_FILE, folder / WORKING_FILE, folder / LEGACY_FILE
-    if core.is_file():
-        mem.core = parse_core(_read(core, root), f"{rel}/{CORE_FILE}")
-    if working.is_file():
-        mem.working = parse_working(_read(working, root), f"{rel}/{WORKING_FILE}")
-    if legacy.is_file():
-        legacy_lines = parse_working(_read(legacy, root), f"{rel}/{LEGACY_FILE}")
-        if working.is_file():
-            # Both exist: the original would have ignored main.md. Keep what working.md lacks.
-            seen = {(l.category, l.text, l.lesson_date) for l in mem.working}
-            extra = [l for l in legacy_lines if (l.category, l.text, l.lesson_date) not in seen]
-            if extra:
-                offset = max((l.section for l in mem.working), default=0)
-                for line in extra:
-                    line.section += offset
-                mem.working += extra
-                mem.notes.append(
-                    f"{rel}: both {WORKING_FILE} and {LEGACY_FILE}; {len(extra)} line(s) only in "
-                    f"{LEGACY_FILE} were imported as working lessons"
-                )
-        else:
-            mem.working = legacy_lines
-            mem.notes.append(f"{rel}: legacy {LEGACY_FILE} read as {WORKING_FILE}")
-    return mem
+
+
+def _read_legacy(mem, legacy_lines, has_working, rel):
+    if has_working:
+        # Both exist: the original would have ignored main.md. Keep what working.md lacks.
+        seen = {(l.category, l.text, l.lesson_date) for l in mem.working}
+        extra = [l for l in legacy_lines if (l.category, l.text, l.lesson_date) not in seen]
+        if extra:
+            offset = max((l.section for l in mem.working), default=0)
+            for line in extra:
+                line.section += offset
+            mem.working += extra
+            mem.notes.append(
+                f"{rel}: both {WORKING_FILE} and {LEGACY_FILE}; {len(extra)} line(s) only in "
+                f"{LEGACY_FILE} were imported as working lessons"
+            )
+    else:
+        mem.working = legacy_lines
+        mem.notes.append(f"{rel}: legacy {LEGACY_FILE} read as {WORKING_FILE}")
 
 
 def _persona_memories(persona_dir, root, persona_name, tree, archived_at=None, archived_folder=""):

@@ -6,6 +6,7 @@ import uuid
 from io import StringIO
 
 import pytest
+import time_machine
 from django.core.management import CommandError, call_command
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
@@ -57,9 +58,33 @@ def test_missing_wrong_or_revoked_token_is_401(client, make_agent, persona, proj
 
 def test_token_of_archived_persona_is_refused(make_agent, persona, project, memory):
     agent, _ = make_agent(persona)
+    assert agent.get(memory_url(persona, project, "context")).status_code == 200  # its scope is now cached
     persona.archived_at = timezone.now()
     persona.save()
     assert agent.get(memory_url(persona, project, "context")).status_code == 401
+
+
+def test_a_token_revoked_in_the_admin_is_refused_at_once(make_agent, persona, project, memory):
+    agent, token = make_agent(persona)
+    url = memory_url(persona, project, "context")
+    assert agent.get(url).status_code == 200
+    token.revoked_at = timezone.now()
+    token.save()
+    assert agent.get(url).status_code == 401
+
+
+def test_a_cached_scope_lasts_only_seconds(make_agent, persona, project, memory, settings):
+    # Revoked behind the application's back (another tool writing the table): refused once the
+    # cached scope expires, after AGENT_TOKEN_CACHE_SECONDS.
+    settings.AGENT_TOKEN_CACHE_SECONDS = 5
+    agent, token = make_agent(persona)
+    url = memory_url(persona, project, "context")
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        assert agent.get(url).status_code == 200
+        AgentToken.objects.filter(pk=token.pk).update(revoked_at=timezone.now())
+        assert agent.get(url).status_code == 200
+        clock.shift(6)
+        assert agent.get(url).status_code == 401
 
 
 def _write_bodies():

@@ -77,38 +77,64 @@ def _count_queries(agent, url):
     return len(ctx.captured_queries)
 
 
-def test_query_count_does_not_grow_with_lessons(agent, memory, persona, project, django_assert_num_queries):
+def test_query_count_does_not_grow_with_lessons(agent, memory, persona, project, settings,
+                                                django_assert_num_queries):
+    settings.MEMORY_VERSION_CACHE_SECONDS = 0  # the memory's version read from the database every time
     url = memory_url(persona, project, "context")
     make_lesson(memory, "Core rule in auth/tokens.py", category="PATTERN", tier="core", refs="auth/tokens.py")
     agent.get(memory_url(persona, project, "prompt"))  # first use of the token records last_used_at
     _bulk_lessons(memory, 10)
-    # Cold cache: token (+persona, project), memory, must-keep lessons, core lessons + refs,
-    # working lessons + refs (one page each: the first page is larger than a budget holds).
-    with django_assert_num_queries(7):
+    # Compiling: memory, must-keep lessons, core lessons with refs, working lessons with refs (one
+    # page each: the first page is larger than a budget holds). The token's scope is cached.
+    with django_assert_num_queries(4):
         agent.get(url)
-    # Warm cache: token and memory only.
-    with django_assert_num_queries(2):
+    # A hit: the memory's version only; the text is cached per version.
+    with django_assert_num_queries(1):
         agent.get(url)
     _bulk_lessons(memory, 990)
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(4):
         assert agent.get(url).status_code == 200
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(1):
         agent.get(url)
 
 
-def test_json_query_count_does_not_grow_with_lessons(agent, memory, persona, project, django_assert_num_queries):
+def test_a_hit_runs_no_query_with_the_versions_cache(agent, memory, persona, project, django_assert_num_queries):
+    # Every process shares the versions cache (files next to SQLite, or Redis): writes clear it.
+    url = memory_url(persona, project, "context")
+    lesson = make_lesson(memory, "Cached: queue/worker.py retries forever")
+    agent.get(memory_url(persona, project, "prompt"))
+    assert "retries forever" in agent.get(url).content.decode()
+    with django_assert_num_queries(0):
+        response = agent.get(url)
+    assert "retries forever" in response.content.decode()
+    with django_assert_num_queries(0):
+        assert agent.client.get(url, headers={**agent.headers, "If-None-Match": response["ETag"]}).status_code == 304
+    lesson_delete(lesson=lesson, actor=Actor.system("tests"))
+    assert "retries forever" not in agent.get(url).content.decode()
+    memory.working_char_budget = 10  # an edit of the budgets changes the text too
+    memory.save()
+    make_lesson(memory, "A lesson far longer than ten characters")
+    memory.refresh_from_db()
+    memory.working_char_budget = 10_000
+    memory.save()
+    assert "far longer" in agent.get(url).content.decode()
+
+
+def test_json_query_count_does_not_grow_with_lessons(agent, memory, persona, project, settings,
+                                                     django_assert_num_queries):
+    settings.MEMORY_VERSION_CACHE_SECONDS = 0
     url = memory_url(persona, project, "context") + "?format=json"
     make_lesson(memory, "Core rule in auth/tokens.py", category="PATTERN", tier="core", refs="auth/tokens.py")
     agent.get(memory_url(persona, project, "prompt"))
     _bulk_lessons(memory, 10)
     small = _count_queries(agent, url)
     _bulk_lessons(memory, 990)
-    # token, memory, must-keep lessons, 2×(lessons + refs) to compile, the cut ids, kept lessons + refs.
+    # memory, must-keep lessons, core and working lessons with refs to compile, the cut ids, kept lessons + refs.
     with django_assert_num_queries(small):
         data = agent.get(url).json()
-    assert small == 10
+    assert small == 7
     assert len(data["lessons"]) + len(data["cut_lesson_ids"]) == 1001
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(1):
         agent.get(url)
 
 

@@ -25,13 +25,14 @@ def test_prompt_query_count_is_constant(agent, persona, project, memory, django_
     url = memory_url(persona, project, "prompt")
     make_lesson(memory, "core in a.py", category="PATTERN", tier="core")
     agent.get(url)
-    # token, memory, persona (soul, style, skill); the compiled memory comes from the cache
-    with django_assert_num_queries(3):
+    # persona (soul, style, skill); the token's scope, the memory's version and the compiled memory
+    # come from the cache
+    with django_assert_num_queries(1):
         agent.get(url)
     for i in range(50):
         make_lesson(memory, f"lesson {i} in a.py")
     agent.get(url)
-    with django_assert_num_queries(3):
+    with django_assert_num_queries(1):
         agent.get(url)
 
 

@@ -31,7 +31,7 @@ def test_files_benchmark_reports_its_figures(registry):
     assert "== files:" in out
     for label in ("import 200 bullets (2 files)", "import again", "export 2 files", "compile one memory of 200 lessons"):
         assert label in out
-    assert "target ≤ 20 ms" in out and "[cpu" in out
+    assert "target ≤ 5 ms" in out and "[cpu" in out
 
 
 def test_registered_benchmark_runs_alone_with_its_target(registry):
@@ -50,6 +50,14 @@ def test_registered_benchmark_runs_alone_with_its_target(registry):
     assert "1 target(s) missed: speed" in out
     with pytest.raises(CommandError, match="benchmark targets missed"):
         _run("--only", "tiny", "--strict")
+
+
+def test_growth_benchmark_reports_each_size_and_the_growth(registry):
+    out = _run("--only", "growth", "--scale", "0.02")
+    for label in ("import, 0.1×", "import, 10×", "compile, 1×", "promotion detection, 10×",
+                  "import growth (CPU), 1× → 10× the data", "compile growth (CPU), 0.1× → 1× the data"):
+        assert label in out
+    assert "target ≤ 12 ×" in out
 
 
 def test_list_and_unknown_names(registry):

@@ -6,8 +6,12 @@ import pytest
 from django.core.management.base import CommandError
 from django.utils import timezone
 
+from memory.formats import nightwatch
+from memory.formats.importer import memory_import_tree
+from memory.formats.nightwatch import parse_working as real_parse_working
+from memory.formats.nightwatch import read_tree
 from memory.models import Change, ChangeBatch, Lesson, Memory
-from memory.services import Actor, batch_revert
+from memory.services import Actor, batch_revert, lesson_update
 from personas.models import Persona, Project
 from tests.formats.conftest import stored_lessons, tree_bytes, write_tree
 
@@ -84,6 +88,42 @@ def test_importing_twice_adds_nothing(tree, run_command):
     assert "Added 0 lesson(s)" in out
     assert stored_lessons() == before
     assert ChangeBatch.objects.count() == 1 and Memory.objects.get().version == 1
+
+
+def _import(root):
+    return memory_import_tree(tree=read_tree(root), actor=Actor.system("tests"))
+
+
+def test_an_unchanged_folder_is_skipped_until_its_files_or_its_memory_change(tree, run_command, monkeypatch):
+    _import(tree)
+    parsed = []
+    monkeypatch.setattr(nightwatch, "parse_working", lambda *a, **k: parsed.append(a) or real_parse_working(*a, **k))
+    again = _import(tree)
+    (folder,) = again.memories
+    assert folder.skipped and parsed == []  # not even parsed
+    assert (folder.persona, folder.project, folder.added, folder.already_present) == ("Maya", "night-watch-cli", 0, 5)
+    # The same report as a full comparison gives.
+    assert "Maya / night-watch-cli: +0 core, +0 working, 5 already present" in run_command("import_memory", str(tree))
+
+    # A lesson edited since: the memory's version moved, so lines are compared again and the file's
+    # line, which no stored lesson matches any more, comes back.
+    lesson = Lesson.objects.get(category="TODO")
+    lesson_update(lesson=lesson, text="Add backoff with jitter", actor=Actor.system("tests"))
+    third = _import(tree)
+    assert not third.memories[0].skipped and third.added == 1 and parsed
+    assert Lesson.objects.filter(text="Add exponential backoff").exists()
+    assert _import(tree).memories[0].skipped
+
+    # A file changed: its new line is added.
+    path = tree / "Maya/memories/night-watch-cli/working.md"
+    path.write_text(path.read_text() + "## 2025-03-01 [TODO]\n- [TODO] Pin the queue library\n\n", encoding="utf-8")
+    fourth = _import(tree)
+    assert not fourth.memories[0].skipped and fourth.added == 1
+
+    # A reverted import is redone, as without the shortcut.
+    batch_revert(batch=ChangeBatch.objects.filter(kind="import").order_by("-id").first(), actor=Actor.system("tests"))
+    assert _import(tree).added == 1
+    assert Lesson.objects.active().filter(text="Pin the queue library").count() == 1
 
 
 def test_deleted_lessons_are_not_brought_back(tree, run_command):

@@ -125,15 +125,15 @@ def _fill(memory, n, start=0):
 
 def test_query_count_does_not_grow_with_lessons(client_for, viewer, memory, django_assert_num_queries):
     # session, user, user perms, group perms, memory, count, page of lessons, their refs,
-    # their derived_from; compile_memory: core + refs, working + refs; usage: lessons + refs
+    # their derived_from; compile_memory: core with refs, working with refs; usage: lessons + refs
     client = client_for(viewer)
     _fill(memory, 10)
-    # … plus the review queue of the nav badges, the memory's own review queue, must-keep lessons + their refs,
+    # … plus the review queue of the nav badges, the memory's own review queue, must-keep lessons with their refs,
     # coverage (2), the refs panel (2)
-    with django_assert_num_queries(23):
+    with django_assert_num_queries(21):
         assert client.get(url(memory, "path=src/")).status_code == 200
     _fill(memory, 990, start=10)
-    with django_assert_num_queries(21):  # this first page holds core lessons only: no coverage queries
+    with django_assert_num_queries(19):  # this first page holds core lessons only: no coverage queries
         assert client.get(url(memory, "path=src/")).status_code == 200
     # Budget state is cached per memory version: an unchanged memory skips those six queries.
     with django_assert_num_queries(13):
