@@ -24,9 +24,13 @@ from memory.models import (
     Tier,
     content_hash,
 )
-from memory.refs import Ref, parse_ref_list
+from django.conf import settings
 
-MAX_LESSON_CHARS = 2000
+from memory.refs import Ref, parse_ref_list
+from memory.textcheck import check_text, text_problem
+
+# The cap on one lesson's text (LESSON_MAX_CHARS), as read at start; checks read the setting itself.
+MAX_LESSON_CHARS = settings.LESSON_MAX_CHARS
 
 # Sent after a batch has been reverted, so features that own state outside lessons
 # (promotion candidates, compaction proposals, refinement runs) can follow.
@@ -123,21 +127,24 @@ def validate_lesson_fields(*, tier, category, text, relevance):
     allowed = CORE_CATEGORIES if tier == Tier.CORE else ALL_CATEGORIES
     if category not in allowed:
         errors["category"] = f"category for {tier} lessons must be one of {', '.join(allowed)}, not {category!r}"
+    problem = text_problem(text.strip() if isinstance(text, str) else text, max_chars=settings.LESSON_MAX_CHARS)
     if not text or not text.strip():
         errors["text"] = "lesson text must not be empty"
-    elif len(text) > MAX_LESSON_CHARS:
-        errors["text"] = f"lesson text must be at most {MAX_LESSON_CHARS} characters (got {len(text)})"
-    elif "\n" in text.strip():
-        errors["text"] = "lesson text must be a single line"
+    elif problem:
+        errors["text"] = f"lesson text {problem}"
     if relevance not in Relevance.values:
         errors["relevance"] = f"relevance must be one of {', '.join(Relevance.values)}, not {relevance!r}"
     if errors:
         raise ValidationError(errors)
 
 
+REASON_MAX_CHARS = 4000
+
+
 # --- batches and versions --------------------------------------------------------------------
 
 def batch_create(*, memory, kind, actor, label="", reason=""):
+    reason = check_text(reason or "", field="reason", multiline=True, max_chars=REASON_MAX_CHARS)
     return ChangeBatch.objects.create(
         memory=memory,
         kind=kind,
@@ -358,6 +365,34 @@ class RevertError(Exception):
     """A revert that would corrupt memory; the message says why, for the person who asked."""
 
 
+# Batches only an approver can make; undoing one (or redoing it by reverting its revert) is the
+# same decision, so it needs the same role.
+APPROVER_BATCH_KINDS = (ChangeBatch.Kind.PROMOTION, ChangeBatch.Kind.COMPACTION, ChangeBatch.Kind.REFINEMENT,
+                        ChangeBatch.Kind.PIPELINE)
+
+
+def batch_decided_by_approver(batch, _depth=0):
+    """True when the batch is an approver's kind, or a revert (of a revert…) of one."""
+    if batch.kind in APPROVER_BATCH_KINDS:
+        return True
+    if batch.kind != ChangeBatch.Kind.REVERT or _depth > 20:
+        return False
+    originals = ChangeBatch.objects.filter(changes__reverted_by__batch=batch).distinct()
+    return any(batch_decided_by_approver(original, _depth + 1) for original in originals)
+
+
+def _require_role_to_revert(batch, actor):
+    from memory.roles import APPROVE
+
+    if actor.type == ActorType.USER and batch_decided_by_approver(batch) and not (
+        actor.user is not None and actor.user.has_perm(APPROVE)
+    ):
+        raise PermissionDenied(
+            f"Reverting {batch.get_kind_display().lower()} #{batch.pk} needs the approver role: "
+            "an approver's decision is undone by an approver."
+        )
+
+
 def _check_revertible(lesson, expected_after):
     current = lesson_snapshot(lesson)
     if current != expected_after:
@@ -369,7 +404,8 @@ def _check_revertible(lesson, expected_after):
 
 @transaction.atomic
 def change_revert(*, change, actor, reason=""):
-    change = Change.objects.select_for_update().select_related("lesson", "memory").get(pk=change.pk)
+    change = Change.objects.select_for_update().select_related("lesson", "memory", "batch").get(pk=change.pk)
+    _require_role_to_revert(change.batch, actor)
     if change.reverted_by_id:
         raise RevertError("This change was already reverted.")
     lesson = Lesson.objects.select_for_update().get(pk=change.lesson_id)
@@ -392,6 +428,7 @@ def change_revert(*, change, actor, reason=""):
 def batch_revert(*, batch, actor, reason=""):
     """Undo everything one action did, as one new batch; refused when later changes depend on it."""
     batch = ChangeBatch.objects.select_for_update().select_related("memory").get(pk=batch.pk)
+    _require_role_to_revert(batch, actor)
     if batch.reverted_by_id:
         raise RevertError("This batch was already reverted.")
     changes = list(batch.changes.order_by("id"))

@@ -6,6 +6,7 @@ message naming the variable, instead of failing later in some request.
 """
 
 import os
+import warnings
 from datetime import timedelta
 from pathlib import Path
 
@@ -196,6 +197,8 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 # WhiteNoise serves the files straight from the app's folders, so no collectstatic step is needed
 # (run it anyway when a proxy or CDN should serve STATIC_ROOT).
 WHITENOISE_USE_FINDERS = True
+# ... so an uncollected STATIC_ROOT is normal, not worth WhiteNoise's start-up warning.
+warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -240,6 +243,8 @@ MEMORY_COMPACTION_TARGET_LINES = env_int("MEMORY_COMPACTION_TARGET_LINES", 60, m
 MEMORY_CORE_CHAR_BUDGET = env_int("MEMORY_CORE_CHAR_BUDGET", 4000, minimum=1)
 MEMORY_WORKING_CHAR_BUDGET = env_int("MEMORY_WORKING_CHAR_BUDGET", 8000, minimum=1)
 MEMORY_PROMOTION_THRESHOLD = env_int("MEMORY_PROMOTION_THRESHOLD", 3, minimum=2)
+# The longest lesson text accepted on any path (API, forms, admin, import, jobs).
+LESSON_MAX_CHARS = env_int("LESSON_MAX_CHARS", 2000, minimum=200)
 
 # LLM engines. Keys come from the environment only; they are never stored in the database.
 LLM_DEFAULT_PROVIDER = env_choice("LLM_DEFAULT_PROVIDER", "offline", ("offline", "anthropic", "openai"))

@@ -29,6 +29,7 @@ from memory import services
 from memory.formats.nightwatch import TreeError
 from memory.models import Change, ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, content_hash
 from memory.signals import working_lessons_added
+from memory.textcheck import name_problem
 from personas.models import Persona, Project
 
 PERSONA_NAME_MAX = Persona._meta.get_field("name").max_length
@@ -46,6 +47,7 @@ class MemoryImport:
     working_added: int = 0
     already_present: int = 0
     unparsed: list = field(default_factory=list)  # ParsedLine of every unparsed line in the folder
+    rejected: list = field(default_factory=list)  # lines that cannot be lessons (too long, not text)
     notes: list = field(default_factory=list)
     batch_id: int | None = None
     memory_id: int | None = None
@@ -72,6 +74,10 @@ class ImportReport:
     @property
     def unparsed(self):
         return [line for m in self.memories for line in m.unparsed]
+
+    @property
+    def rejected(self):
+        return [line for m in self.memories for line in m.rejected]
 
 
 def _content_key(tier, unparsed, category, digest):
@@ -128,6 +134,8 @@ def _find_persona(folder, report):
     name = folder.persona_name.strip()
     if not name or len(name) > PERSONA_NAME_MAX:
         raise TreeError(f"persona folder {name!r}: a persona name must be 1 to {PERSONA_NAME_MAX} characters")
+    if problem := name_problem(name, what="persona name"):
+        raise TreeError(f"persona folder {name!r}: {problem}")
     persona = Persona.objects.filter(name__iexact=name).first()
     if folder.archived_at is None:
         if persona is None:
@@ -331,12 +339,13 @@ def memory_import_folder(*, folder, actor, label, today=None, cache=None):
     report.persona, report.project = persona.name, project.slug
     memory = Memory.objects.filter(persona=persona, project=project).first()
     report.unparsed = folder.unparsed
+    report.rejected = folder.rejected
     if memory is None:
         memory = Memory.objects.create(persona=persona, project=project)
         report.created.append("memory")
-        new_lines, base = folder.core + folder.working, 1  # a new memory holds nothing yet
+        new_lines, base = folder.lessons, 1  # a new memory holds nothing yet
     else:
-        new_lines, report.already_present = select_new_lines(memory, folder.core + folder.working)
+        new_lines, report.already_present = select_new_lines(memory, folder.lessons)
         base = services.next_section(memory)
     if not new_lines:
         return report

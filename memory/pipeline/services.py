@@ -31,6 +31,7 @@ from memory.pipeline.tools import (
     DROP_OBSERVATIONS, RECORD_OBSERVATIONS, RECORD_REFLECTIONS, ObserverTool, PrunerTool, ReflectorTool,
 )
 from memory.selectors import with_refs
+from memory.textcheck import text_problem
 
 REFLECTOR_MAX_PASSES = 2
 PRUNER_MAX_PASSES = 2
@@ -144,6 +145,9 @@ def pipeline_start(*, memory, actor, interaction=None, transcript_text=""):
     """Create a run (and an interaction from a pasted transcript) and enqueue it after commit."""
     from memory.pipeline.tasks import pipeline_run_task
 
+    problem = text_problem(transcript_text or "", multiline=True)
+    if problem:
+        raise PipelineError(f"The pasted transcript {problem}; nothing was started.")
     pipeline_sweep(memory_id=memory.pk)
     if PipelineRun.objects.filter(memory=memory, status=PipelineRun.Status.RUNNING).exists():
         raise PipelineError("A pipeline run for this memory is already in progress.")

@@ -26,6 +26,7 @@ from memory.promotions import detection, wording
 from memory.promotions.selectors import core_usage_after
 from memory.refs import Ref
 from memory.roles import APPROVE
+from memory.textcheck import check_text
 
 Status = PromotionCandidate.Status
 # A group whose evidence one of these already covers is not proposed again.
@@ -338,6 +339,7 @@ def promotion_reject(*, candidate, actor, reason):
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": "Say why the proposal is rejected; the reason is kept with the decision."})
+    reason = check_text(reason, field="reason", multiline=True, max_chars=services.REASON_MAX_CHARS)
     candidate = PromotionCandidate.objects.select_for_update().get(pk=candidate.pk)
     if candidate.status != Status.PENDING:
         raise AlreadyDecided(_describe_decision(candidate))

@@ -126,6 +126,8 @@ def compaction_revert_view(request, pk):
         compaction_revert(proposal=proposal, actor=Actor.for_user(request.user), reason=request.POST.get("reason", ""))
     except (CompactionError, RevertError) as exc:
         messages.error(request, f"Not reverted: {exc}")
+    except ValidationError as exc:
+        messages.error(request, "Not reverted: " + " ".join(exc.messages))
     else:
         messages.success(request, "Compaction reverted: working memory is as it was before.")
     return _redirect(request, _detail_url(pk))

@@ -1,6 +1,7 @@
 """History per memory and per lesson, and reverting one change or a whole batch."""
 
 from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.http import Http404
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect
@@ -15,7 +16,7 @@ from memory.models import Change, ChangeBatch, Lesson, Memory
 from memory.rendering import snapshot_diff
 from memory.roles import curator_required, viewer_required
 from memory.services import RevertError
-from memory.views._common import actor_for, reason_from, safe_next
+from memory.views._common import actor_for, error_messages, reason_from, safe_next
 
 BATCHES_PER_PAGE = 20
 CHANGES_PER_PAGE = 50
@@ -75,8 +76,8 @@ def change_revert(request, change_id):
     default = reverse("lesson_history", args=[change.lesson_id])
     try:
         services.change_revert(change=change, actor=actor_for(request), reason=reason_from(request))
-    except RevertError as exc:
-        return _reverted(request, default, error=str(exc))
+    except (RevertError, ValidationError) as exc:
+        return _reverted(request, default, error=" ".join(error_messages(exc)))
     return _reverted(request, default, done=f"Change #{change.pk} reverted.")
 
 
@@ -87,8 +88,8 @@ def batch_revert(request, batch_id):
     default = reverse("memory_history", args=[batch.memory_id])
     try:
         services.batch_revert(batch=batch, actor=actor_for(request), reason=reason_from(request))
-    except RevertError as exc:
-        return _reverted(request, default, error=str(exc))
+    except (RevertError, ValidationError) as exc:
+        return _reverted(request, default, error=" ".join(error_messages(exc)))
     count = batch.changes.count()
     return _reverted(request, default, done=f"{batch.get_kind_display()} #{batch.pk} reverted: "
                      f"{count} change{'s' if count != 1 else ''} undone as one new batch.")

@@ -12,6 +12,7 @@ from memory.models import Interaction, Memory, PipelineRun
 from memory.pipeline.services import PipelineError, pipeline_start, relevance_histogram
 from memory.roles import APPROVE, approver_required, viewer_required
 from memory.services import Actor
+from memory.textcheck import bounded_id
 
 POLL_SECONDS = 1
 PHASES = (("observer", "Observer"), ("reflector", "Reflector"), ("pruner", "Pruner"))
@@ -83,7 +84,7 @@ def run_start(request, memory_pk):
     interaction = None
     raw = request.POST.get("interaction", "").strip()
     if raw:
-        interaction = Interaction.objects.filter(memory=memory, pk=raw if raw.isdigit() else 0).first()
+        interaction = Interaction.objects.filter(memory=memory, pk=bounded_id(raw) or 0).first()
         if interaction is None:
             messages.error(request, "That interaction does not belong to this memory.")
             return redirect(f"{reverse('pipeline:runs')}?memory={memory.pk}")
