@@ -27,8 +27,11 @@ class Ref:
         return f"{self.path}#L{self.start_line}-L{self.end_line}"
 
 
-def parse_ref(text):
-    """Parse one reference; raises ValidationError naming what is wrong."""
+def parse_ref(text, *, backwards_ok=False):
+    """Parse one reference; raises ValidationError naming what is wrong.
+
+    backwards_ok reads a range given backwards (#L20-L10) as the same lines instead of refusing it.
+    """
     problem = text_problem(text)
     if problem:
         raise ValidationError(f"a code reference {problem}")
@@ -48,6 +51,8 @@ def parse_ref(text):
     end = int(match["end"]) if match["end"] else None
     if start is not None and start < 1:
         raise ValidationError(f"{text!r}: line numbers start at 1")
+    if end is not None and end < start and backwards_ok:
+        start, end = end, start
     if end is not None and end < start:
         raise ValidationError(f"{text!r}: the range ends before it starts")
     if end == start:

@@ -198,7 +198,7 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 # (run it anyway when a proxy or CDN should serve STATIC_ROOT).
 WHITENOISE_USE_FINDERS = True
 # ... so an uncollected STATIC_ROOT is normal, not worth WhiteNoise's start-up warning.
-warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
+warnings.filterwarnings("ignore", message="No directory at: ", category=UserWarning)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"

@@ -1,33 +1,97 @@
-"""Request and response shapes of the agent API (they are the OpenAPI schema too)."""
+"""Request and response shapes of the agent API (they are the OpenAPI schema too).
 
+Every constraint a request must meet is written in the schema (lengths, patterns, the fields each
+tool takes), and the validators below check exactly that, so a request the schema allows is
+accepted and one it refuses gets a 422 naming the field.
+"""
+
+import re
 from datetime import date, datetime
-from typing import Literal
+from typing import Annotated, Literal, Union
 
+from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
 from ninja import Field, Schema
 from pydantic import field_validator
 
-from memory.refs import parse_ref
+from memory.refs import MAX_REF_PATH, parse_ref
+from memory.textcheck import (
+    MULTI_LINE_PATTERN,
+    NON_BLANK_LINE_PATTERN,
+    NON_BLANK_TEXT_PATTERN,
+    SINGLE_LINE_PATTERN,
+    text_problem,
+)
 
 TIER = Literal["core", "working"]
 CATEGORY = Literal["PATTERN", "DECISION", "ARCHITECTURE", "OBSERVATION", "HYPOTHESIS", "TODO"]
-TOOL = Literal["save_fact", "log_learning", "log_error", "daily_log"]
 AGENT_RELEVANCE = Literal["low", "medium", "high"]
 
 MAX_SUMMARY_CHARS = 20_000
 MAX_FILES = 200
 MAX_TRANSCRIPT_ENTRIES = 500
+MAX_ERROR_CHARS = 500
+ERROR_JOINER = " — error: "
+# Ids are PostgreSQL bigints; offsets past any real memory only give an empty page.
+MAX_ID = 2**63 - 1
+MAX_OFFSET = 1_000_000_000
+
+# A code reference as the API takes it: a path of segments (none of them "..") and optional lines
+# 1–9,999,999, e.g. src/app.py#L10-L20. A range given backwards is read as the same lines.
+_PATH_CHAR = "[^\\s#()`/\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029]"
+_FIRST_CHAR = "[^\\s#()`/.\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029]"
+_SEGMENT = f"(?:{_FIRST_CHAR}{_PATH_CHAR}*|\\.(?:{_FIRST_CHAR}{_PATH_CHAR}*)?|\\.\\.{_PATH_CHAR}+)"
+_LINE = "[1-9][0-9]{0,6}"
+_PATH = f"/?{_SEGMENT}(?:/{_SEGMENT})*/?"
+PATH_PATTERN = f"^{_PATH}$"
+REF_PATTERN = f"^{_PATH}(?:#L{_LINE}(?:-L?{_LINE})?)?$"
+_REF_RE = re.compile(REF_PATTERN)
+_PATH_RE = re.compile(PATH_PATTERN)
+REF_DESCRIPTION = "A file or folder, optionally with lines: src/app.py#L10-L20 (lines 1–9,999,999; no '..')."
+
+_PATTERNS = {
+    SINGLE_LINE_PATTERN: dict(multiline=False, blank_ok=True),
+    NON_BLANK_LINE_PATTERN: dict(multiline=False, blank_ok=False),
+    MULTI_LINE_PATTERN: dict(multiline=True, blank_ok=True),
+    NON_BLANK_TEXT_PATTERN: dict(multiline=True, blank_ok=False),
+}
 
 
-def _check_refs(values):
-    from django.core.exceptions import ValidationError
+def text_field(pattern, *, max_length, default=..., **kwargs):
+    """A string field whose schema carries the text rule; pair it with check() in a validator."""
+    return Field(default, max_length=max_length, json_schema_extra={"pattern": pattern}, **kwargs)
 
-    cleaned = []
-    for value in values:
-        try:
-            cleaned.append(parse_ref(value).as_text())
-        except ValidationError as exc:
-            raise ValueError(" ".join(exc.messages)) from None
-    return cleaned
+
+def check(value, pattern):
+    """The validator side of text_field: the same rule as the pattern, with a readable message."""
+    rule = _PATTERNS[pattern]
+    problem = text_problem(value, multiline=rule["multiline"])
+    if problem:
+        raise ValueError(problem)
+    if not rule["blank_ok"] and not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+def check_ref(value):
+    if len(value) > MAX_REF_PATH or not _REF_RE.fullmatch(value):
+        problem = text_problem(value)
+        raise ValueError(f"{value[:100]!r} {problem}" if problem else
+                         f"{value[:100]!r} is not a code reference like src/app.py#L10-L20 (no '..', no spaces)")
+    try:
+        return parse_ref(value, backwards_ok=True).as_text()
+    except DjangoValidationError as exc:
+        raise ValueError(" ".join(exc.messages)) from None
+
+
+def check_path(value):
+    if len(value) > MAX_REF_PATH or not _PATH_RE.fullmatch(value):
+        raise ValueError("must be a file or folder inside the project, like src/auth/ (no '..', no spaces)")
+    return value
+
+
+Ref = Annotated[str, Field(min_length=1, max_length=MAX_REF_PATH, description=REF_DESCRIPTION,
+                           json_schema_extra={"pattern": REF_PATTERN})]
 
 
 class ErrorOut(Schema):
@@ -74,32 +138,67 @@ class ContextOut(Schema):
     text_with_ids: str = ""
 
 
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$")
+
+
 class TranscriptEntry(Schema):
-    id: str = Field(max_length=100)
-    role: str = Field(default="", max_length=50)
-    at: datetime | None = None
-    text: str = Field(max_length=20_000)
+    id: str = text_field(SINGLE_LINE_PATTERN, max_length=100)
+    role: str = text_field(SINGLE_LINE_PATTERN, max_length=50, default="")
+    at: datetime | None = Field(None, description="RFC 3339 with an offset: 2026-03-02T09:15:00Z")
+    text: str = text_field(MULTI_LINE_PATTERN, max_length=20_000)
+
+    @field_validator("id", "role")
+    @classmethod
+    def one_line(cls, value):
+        return check(value, SINGLE_LINE_PATTERN)
+
+    @field_validator("text")
+    @classmethod
+    def any_lines(cls, value):
+        return check(value, MULTI_LINE_PATTERN)
+
+    @field_validator("at", mode="before")
+    @classmethod
+    def rfc3339(cls, value):
+        # Only what the schema's date-time format allows: no numbers (0 is not a time), no naive times.
+        if value is None:
+            return value
+        if not isinstance(value, str) or not _RFC3339.match(value):
+            raise ValueError("must be an RFC 3339 date-time with an offset, e.g. 2026-03-02T09:15:00Z")
+        try:
+            return datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError("is not a real date and time") from None
 
 
 class InteractionIn(Schema):
-    trigger_type: str = Field(min_length=1, max_length=50, description="What started it: pr_review, deliberation …")
-    outcome: str = Field(default="", max_length=200)
-    summary: str = Field(min_length=1, max_length=MAX_SUMMARY_CHARS)
-    files_changed: list[str] = Field(default_factory=list, max_length=MAX_FILES,
+    trigger_type: str = text_field(NON_BLANK_LINE_PATTERN, min_length=1, max_length=50,
+                                   description="What started it: pr_review, deliberation …")
+    outcome: str = text_field(SINGLE_LINE_PATTERN, max_length=200, default="")
+    summary: str = text_field(NON_BLANK_TEXT_PATTERN, min_length=1, max_length=MAX_SUMMARY_CHARS)
+    files_changed: list[Ref] = Field(default_factory=list, max_length=MAX_FILES,
                                      description="Paths, optionally with lines: src/app.py#L10-L20")
     transcript: list[TranscriptEntry] = Field(default_factory=list, max_length=MAX_TRANSCRIPT_ENTRIES)
 
-    @field_validator("trigger_type", "summary")
+    @field_validator("trigger_type")
     @classmethod
-    def not_blank(cls, value):
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value.strip()
+    def valid_trigger(cls, value):
+        return check(value, NON_BLANK_LINE_PATTERN).strip()
+
+    @field_validator("outcome")
+    @classmethod
+    def valid_outcome(cls, value):
+        return check(value, SINGLE_LINE_PATTERN)
+
+    @field_validator("summary")
+    @classmethod
+    def valid_summary(cls, value):
+        return check(value, NON_BLANK_TEXT_PATTERN).strip()
 
     @field_validator("files_changed")
     @classmethod
     def valid_paths(cls, values):
-        return _check_refs(values)
+        return [check_ref(value) for value in values]
 
 
 class InteractionOut(Schema):
@@ -111,25 +210,59 @@ class InteractionOut(Schema):
     reflected_at: datetime | None = None
 
 
-class LessonIn(Schema):
-    tool: TOOL = Field(description="save_fact, log_learning, log_error or daily_log (see the API docs for the mapping)")
-    text: str = Field(min_length=1, max_length=2000)
-    category: CATEGORY | None = None
-    refs: list[str] = Field(default_factory=list, max_length=20)
+_TEXT_MAX = settings.LESSON_MAX_CHARS
+_ERROR_TEXT_MAX = _TEXT_MAX - MAX_ERROR_CHARS - len(ERROR_JOINER)
+
+
+class _LessonBase(Schema):
+    text: str = text_field(NON_BLANK_LINE_PATTERN, min_length=1, max_length=_TEXT_MAX,
+                           description=f"One line, at most {_TEXT_MAX} characters (LESSON_MAX_CHARS)")
+    refs: list[Ref] = Field(default_factory=list, max_length=20)
     relevance: AGENT_RELEVANCE | None = None
-    error: str = Field(default="", max_length=1000, description="log_error: the error message that was seen")
 
     @field_validator("text")
     @classmethod
     def single_line(cls, value):
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value
+        return check(value, NON_BLANK_LINE_PATTERN)
 
     @field_validator("refs")
     @classmethod
     def valid_refs(cls, values):
-        return _check_refs(values)
+        return [check_ref(value) for value in values]
+
+
+class SaveFact(_LessonBase):
+    tool: Literal["save_fact"]
+    category: Literal["DECISION", "ARCHITECTURE", "PATTERN"] | None = None
+
+
+class LogLearning(_LessonBase):
+    tool: Literal["log_learning"]
+    category: Literal["OBSERVATION", "PATTERN"] | None = None
+
+
+class LogError(_LessonBase):
+    tool: Literal["log_error"]
+    # Room is left for the error, which is kept in the lesson's text.
+    text: str = text_field(NON_BLANK_LINE_PATTERN, min_length=1, max_length=_ERROR_TEXT_MAX,
+                           description=f"One line, at most {_ERROR_TEXT_MAX} characters (the error is appended)")
+    category: Literal["OBSERVATION"] | None = None
+    error: str = text_field(NON_BLANK_TEXT_PATTERN, min_length=1, max_length=MAX_ERROR_CHARS,
+                            description="The error message that was seen (kept on one line in the lesson)")
+
+    @field_validator("error")
+    @classmethod
+    def valid_error(cls, value):
+        return check(value, NON_BLANK_TEXT_PATTERN)
+
+
+class DailyLog(_LessonBase):
+    tool: Literal["daily_log"]
+    category: Literal["OBSERVATION"] | None = None
+
+
+LessonIn = Annotated[Union[SaveFact, LogLearning, LogError, DailyLog], Field(discriminator="tool")]
+TOOLS = ("save_fact", "log_learning", "log_error", "daily_log")
 
 
 class LessonsIn(Schema):

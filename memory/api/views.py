@@ -9,8 +9,9 @@ from typing import Literal
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.http import HttpResponse
-from ninja import Field, NinjaAPI, Query, Schema, Status
+from ninja import Field, NinjaAPI, Path, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from pydantic import field_validator
 
 from memory.api import schemas as s
 from memory.api.auth import AgentTokenAuth, PayloadTooLarge
@@ -21,6 +22,7 @@ from memory.pipeline.prompts import CONTEXT_USAGE
 from memory.reflection.services import interaction_create
 from memory.selectors import compiled_memory_text
 from memory.services import memory_get_or_create
+from memory.textcheck import text_problem
 from personas.compiler import compile_system_prompt
 from personas.models import Persona, Project
 
@@ -49,7 +51,15 @@ def _error(request, status, detail, fields=None):
 def on_validation_error(request, exc):
     fields = {}
     for err in exc.errors:
-        loc = [str(part) for part in err.get("loc", ()) if part not in ("body", "query", "path", "payload", "filters")]
+        # A lesson is one of the tools' shapes: its errors are named lessons.N.field, without the tool's tag.
+        loc = list(err.get("loc", ()))
+        if loc and loc[0] in ("body", "query", "path"):  # where the value was sent, not its name
+            loc = loc[1:]
+        if loc and loc[0] in ("payload", "filters"):
+            loc = loc[1:]
+        loc = [str(part) for part in loc if part not in s.TOOLS]
+        if err.get("type") in ("union_tag_invalid", "union_tag_not_found"):
+            loc.append("tool")
         fields.setdefault(".".join(loc) or "body", []).append(err.get("msg", "invalid"))
     names = ", ".join(fields)
     return _error(request, 422, f"invalid input: {names}", fields)
@@ -84,8 +94,15 @@ def on_http_error(request, exc):
 
 # --- scope ----------------------------------------------------------------------------------
 
+def _real_name(name, what):
+    """A name holding control characters names nothing (names are checked when made): 404 before any query."""
+    if text_problem(name):
+        raise HttpError(404, f"no {what} named {name[:100]!r}")
+
+
 def _persona_in_scope(token, name):
     """The token's persona id when the name is its own; 404 for an unknown name, 403 for another persona."""
+    _real_name(name, "persona")
     if token.persona_name.casefold() == name.casefold():
         return token.persona_id
     if Persona.objects.not_archived().filter(name__iexact=name).exists():
@@ -94,6 +111,7 @@ def _persona_in_scope(token, name):
 
 
 def _project_in_scope(token, slug):
+    _real_name(slug, "project")
     project = Project.objects.filter(slug=slug).first()
     if project is None:
         raise HttpError(404, f"no project with slug {slug!r}")
@@ -117,6 +135,7 @@ def _read_scope(request, persona_name, project_slug):
     """
     token = request.auth
     persona_id = _persona_in_scope(token, persona_name)
+    _real_name(project_slug, "project")
     memory = memory_lookup(persona_id, project_slug)
     if memory is None:
         project = _project_in_scope(token, project_slug)
@@ -165,9 +184,17 @@ def health(request):
 MEMORY_PATH = "/memory/{persona}/{project}"
 
 
+TEXT_200 = {"description": "The text (`?format=json`: a JSON object)",
+            "content": {"text/plain": {"schema": {"type": "string"}}}}
+
+
 @api.get(
     MEMORY_PATH + "/context",
     response={200: s.ContextOut, **ERRORS},
+    openapi_extra={"responses": {
+        200: TEXT_200,
+        304: {"description": "Not modified: the If-None-Match ETag is the current version (no body)"},
+    }},
     tags=["memory"],
     summary="Compiled memory",
     description="`## Core Lessons` then `## Working Memory`, within budgets, as text/plain; "
@@ -195,7 +222,9 @@ def _empty_context():
             "text_with_ids": ""}
 
 
-@api.get(MEMORY_PATH + "/prompt", response={200: str, **ERRORS}, tags=["memory"],
+@api.get(MEMORY_PATH + "/prompt", response=ERRORS, tags=["memory"],
+         openapi_extra={"responses": {200: {"description": "The prompt",
+                                            "content": {"text/plain": {"schema": {"type": "string"}}}}}},
          summary="Full compiled system prompt (text/plain)")
 def memory_prompt(request, persona: str, project: str):
     _, _, memory = _read_scope(request, persona, project)
@@ -234,7 +263,7 @@ def interaction_submit(request, persona: str, project: str, payload: s.Interacti
 
 @api.get("/interactions/{interaction_id}", response={200: s.InteractionOut, **ERRORS}, tags=["reflection"],
          summary="Reflection status of one interaction")
-def interaction_status(request, interaction_id: int):
+def interaction_status(request, interaction_id: int = Path(..., ge=1, le=s.MAX_ID)):
     interaction = (
         Interaction.objects.select_related("memory").prefetch_related("lessons").filter(pk=interaction_id).first()
     )
@@ -273,19 +302,23 @@ def lessons_append(request, persona: str, project: str, payload: s.LessonsIn):
 
 
 class LessonFilters(Schema):
-    path: str | None = None
+    path: str | None = Field(None, min_length=1, max_length=500, json_schema_extra={"pattern": s.PATH_PATTERN},
+                             description="A file, or a folder ending with / (no '..' part)")
     category: s.CATEGORY | None = None
     tier: s.TIER | None = None
     limit: int = Field(50, ge=1, le=200)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=s.MAX_OFFSET)
+
+    @field_validator("path")
+    @classmethod
+    def valid_path(cls, value):
+        return None if value is None else s.check_path(value)
 
 
 @api.get(MEMORY_PATH + "/lessons", response={200: s.LessonPage, **ERRORS}, tags=["lessons"],
          summary="Active lessons, by path (a folder ends with /), category and tier")
 def lessons_list(request, persona: str, project: str, filters: Query[LessonFilters]):
     _, _, memory = _read_scope(request, persona, project)
-    if filters.path is not None and (not filters.path.strip() or ".." in filters.path.split("/")):
-        raise DjangoValidationError({"path": ["path must be a file or folder inside the project"]})
     if memory.pk is None:
         count, items = 0, []
     else:
@@ -305,7 +338,7 @@ def lessons_list(request, persona: str, project: str, filters: Query[LessonFilte
 
 @api.get("/lessons/{lesson_id}", response={200: s.RecallOut, **ERRORS}, tags=["lessons"],
          summary="Recall one lesson with its provenance and history")
-def lesson_recall(request, lesson_id: int):
+def lesson_recall(request, lesson_id: int = Path(..., ge=1, le=s.MAX_ID)):
     lesson = lesson_for_recall(lesson_id)
     if lesson is None:
         raise HttpError(404, f"no lesson {lesson_id}")
