@@ -268,6 +268,8 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_choice("LOG_LEVEL", "info", ("debug", "info", "warning", "error")).upper()},
+    # django-axes logs every successful login at info; lockouts and failures come at warning.
+    "loggers": {"axes": {"level": "WARNING"}},
 }
 
 if not DEBUG:
