@@ -28,17 +28,18 @@ def _schemathesis():
     return str(found) if found.exists() else shutil.which("schemathesis")
 
 
-def run(*, seconds, seed, max_examples, workers=1):
+def run(*, seconds, seed, max_examples, workers=1, fixed_names=True):
     tool = _schemathesis()
     if not tool:
         raise SystemExit("schemathesis is not installed: pip install -e '.[test]'")
     with tempfile.TemporaryDirectory(prefix="nw-fuzz-") as tmp:
         env = server_env(tmp)
         token = seed_memory(env, PERSONA, PROJECT)["token"]
-        # Half the requests use the seeded persona and project so they reach the writes; the path
-        # parameters themselves are fuzzed by the other half's generated names.
+        # The seeded persona and project in every URL, so generated bodies reach the writes
+        # (--random-names fuzzes the names in the URL instead).
         config = Path(tmp) / "schemathesis.toml"
-        config.write_text(f'[parameters]\n"path.persona" = "{PERSONA}"\n"path.project" = "{PROJECT}"\n')
+        config.write_text(f'[parameters]\n"path.persona" = "{PERSONA}"\n"path.project" = "{PROJECT}"\n'
+                          if fixed_names else "")
         with gunicorn(env, workers=2, threads=4) as port:
             base = f"http://127.0.0.1:{port}/api/v1"
             command = [
@@ -58,8 +59,11 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--max-examples", type=int, default=50, help="generated cases per operation and phase")
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--random-names", action="store_true",
+                        help="fuzz the persona and project in the URL too (most requests then end in 403/404)")
     args = parser.parse_args(argv)
-    return run(seconds=args.seconds, seed=args.seed, max_examples=args.max_examples, workers=args.workers)
+    return run(seconds=args.seconds, seed=args.seed, max_examples=args.max_examples, workers=args.workers,
+               fixed_names=not args.random_names)
 
 
 if __name__ == "__main__":
