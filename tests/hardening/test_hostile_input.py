@@ -25,6 +25,7 @@ from memory.models import (
     Memory,
     PipelineRun,
     PromotionCandidate,
+    ProposalLine,
 )
 from memory.promotions.services import promotion_detect
 from personas.models import Persona, Project
@@ -51,6 +52,7 @@ def db_state():
         "interactions": Interaction.objects.count(),
         "candidates": sorted(PromotionCandidate.objects.values_list("pk", "status", "reason")),
         "proposals": sorted(CompactionProposal.objects.values_list("pk", "status", "reason")),
+        "proposal lines": sorted(ProposalLine.objects.values_list("pk", "text", "refs")),
         "runs": PipelineRun.objects.count(),
         "personas": sorted(Persona.objects.values_list("pk", "name")),
         "projects": Project.objects.count(),
@@ -106,6 +108,12 @@ def form_post(world, name, args, data):
     return world["client"].post(reverse(name, args=args), data, follow=True)
 
 
+def compaction_line_post(world, **fields):
+    line = world["proposal"].lines.order_by("position").first()
+    data = {"category": line.category, "text": line.text, "refs": "", **fields}
+    return form_post(world, "compaction-line-edit", [world["proposal"].pk, line.pk], data)
+
+
 # (entry point, how to send the hostile value); each runs with every value of its kind below.
 SINGLE_LINE_ENTRIES = {
     "api lesson text": lambda w, v: lessons_post(w, text=v),
@@ -121,6 +129,7 @@ SINGLE_LINE_ENTRIES = {
         "text": "Retry uses a fixed delay", "category": "OBSERVATION", "relevance": "medium", "refs": f"a{v}.py"}),
     "promotion approve-edit text": lambda w, v: form_post(w, "promotions:approve", [w["candidate"].pk], {
         "edit": "1", "text": v, "category": "PATTERN", "refs": ""}),
+    "compaction line edit text": lambda w, v: compaction_line_post(w, text=v),
 }
 MULTI_LINE_ENTRIES = {
     "api interaction summary": lambda w, v: interaction_post(w, summary=v),
@@ -149,12 +158,14 @@ NUMBER_ENTRIES = {
         "text": "Retry uses a fixed delay", "category": "OBSERVATION", "relevance": "medium", "refs": f"a.py#L{v}"}),
     "promotion approve-edit ref line": lambda w, v: form_post(w, "promotions:approve", [w["candidate"].pk], {
         "edit": "1", "text": "Verify webhook signatures first", "category": "PATTERN", "refs": f"a.py#L{v}"}),
+    "compaction line edit ref line": lambda w, v: compaction_line_post(w, refs=f"a.py#L{v}"),
     "pipeline start ?interaction=": lambda w, v: form_post(w, "pipeline:run-start", [w["memory"].pk],
                                                            {"interaction": v}),
     "promotions ?memory=": lambda w, v: w["client"].get(reverse("promotions:inbox"), {"memory": v}),
 }
 LONG_ENTRIES = {
     "api lesson text": SINGLE_LINE_ENTRIES["api lesson text"],
+    "compaction line edit text": SINGLE_LINE_ENTRIES["compaction line edit text"],
     "dashboard lesson edit text": SINGLE_LINE_ENTRIES["dashboard lesson edit text"],
     "promotion approve-edit text": SINGLE_LINE_ENTRIES["promotion approve-edit text"],
 }
