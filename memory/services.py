@@ -100,7 +100,8 @@ def _replace_refs(lesson, refs):
 
 # --- validation ------------------------------------------------------------------------------
 
-def _clean_refs(refs):
+def clean_refs(refs):
+    """Refs given as text, Ref objects or a mix, parsed and validated (an error names the refs field)."""
     if refs is None:
         return []
     if isinstance(refs, str):
@@ -199,7 +200,7 @@ def lesson_create(
 ):
     text = (text or "").strip()
     validate_lesson_fields(tier=tier, category=category, text=text, relevance=relevance)
-    refs = _clean_refs(refs)
+    refs = clean_refs(refs)
     if batch is None:
         batch = batch_create(memory=memory, kind=ChangeBatch.Kind.MANUAL, actor=actor, reason=reason)
     if section is None:
@@ -257,7 +258,7 @@ def lesson_update(*, lesson, actor, reason="", batch=None, text=None, category=N
         new_category = obj.category if category is None else category
         new_relevance = obj.relevance if relevance is None else relevance
         validate_lesson_fields(tier=obj.tier, category=new_category, text=new_text, relevance=new_relevance)
-        new_refs = None if refs is None else _clean_refs(refs)
+        new_refs = None if refs is None else clean_refs(refs)
         obj.text, obj.category, obj.relevance = new_text, new_category, new_relevance
         if lesson_date is not None:
             obj.lesson_date = lesson_date

@@ -1,13 +1,11 @@
 from django.urls import include, path
 
-from memory.views import home
-
+# One folder per concept: each feature's urls live beside its views, services and models.
 urlpatterns = [
-    path("", home.home, name="home"),
-    path("", include("memory.urlconfs.dashboard")),
-    path("promotions/", include("memory.urlconfs.promotions")),
-    path("compactions/", include("memory.urlconfs.compaction")),
-    path("refinement/", include("memory.urlconfs.refinement")),
-    path("llm/", include("memory.urlconfs.llm")),
-    path("pipeline/", include("memory.urlconfs.pipeline")),
+    path("", include("memory.lessons.urls")),
+    path("promotions/", include("memory.promotions.urls")),
+    path("compactions/", include("memory.compaction.urls")),
+    path("refinement/", include("memory.refinement.urls")),
+    path("llm/", include("memory.engines.urls")),
+    path("pipeline/", include("memory.pipeline.urls")),
 ]

@@ -5,13 +5,12 @@ import re
 from rapidfuzz import fuzz
 
 from memory.compaction.draft import Draft, DraftDrop, DraftLine
-from memory.models import normalize_text
+from memory.models import Relevance, normalize_text
 
 # Two lessons whose normalised words score at least this (0-100, order-insensitive) and that name the
 # same numbers, paths and identifiers say the same thing.
 NEAR_DUPLICATE_SCORE = 90
 DEFAULT_CATEGORY = "OBSERVATION"  # what an untagged (v1) bullet becomes
-RELEVANCE_RANK = {"low": 0, "medium": 1, "high": 2, "critical": 3}
 
 
 class _Groups:
@@ -88,7 +87,7 @@ def _line_for_group(group):
 def _drop_order(group):
     """Least useful first: lowest relevance, vague before specific, oldest first."""
     return (
-        max(RELEVANCE_RANK.get(l.relevance, 1) for l in group),
+        max(Relevance.rank(l.relevance) for l in group),
         not all(l.vague for l in group),
         max(l.lesson_date for l in group),
         min(l.pk for l in group),

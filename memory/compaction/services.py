@@ -43,7 +43,6 @@ from memory.textcheck import check_text
 log = logging.getLogger(__name__)
 
 STALE_MESSAGE = "memory changed since this proposal — regenerate"
-RELEVANCE_ORDER = [Relevance.LOW, Relevance.MEDIUM, Relevance.HIGH, Relevance.CRITICAL]
 
 
 class CompactionError(Exception):
@@ -268,7 +267,7 @@ def _apply_locked(proposal, memory, actor):
         sources = [lessons[i] for i in dict.fromkeys(row.source_ids)]
         new = services.lesson_create(
             memory=memory, tier=Tier.WORKING, category=row.category, text=row.text, refs=row.refs,
-            relevance=max((s.relevance for s in sources), key=RELEVANCE_ORDER.index),
+            relevance=Relevance.highest(s.relevance for s in sources),
             protected=any(s.protected for s in sources),
             lesson_date=max(s.lesson_date for s in sources), section=section, batch=batch,
             derived_from=sources, actor=actor, bump=False,

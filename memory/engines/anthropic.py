@@ -11,39 +11,15 @@ from memory.engines.sdk import (
     SDKEngine,
     Turn,
     as_count,
-    capped_retries,
     field_of,
-    recording_http_client,
 )
-
-_Client = capped_retries(anthropic.Anthropic)
 
 
 class AnthropicEngine(SDKEngine):
     provider = "anthropic"
     label = "Anthropic"
-    key_setting = "ANTHROPIC_API_KEY"
-    base_url_setting = "ANTHROPIC_BASE_URL"
-    model_setting = "ANTHROPIC_DEFAULT_MODEL"
     default_base_url = "https://api.anthropic.com"
-    sdk_errors = (anthropic.AnthropicError,)
-
-    def _build_client(self, api_key):
-        client = _Client(
-            api_key=api_key,
-            base_url=self.base_url,
-            timeout=self.config.timeout,
-            max_retries=self.config.max_retries,
-            http_client=recording_http_client(anthropic.DefaultHttpxClient, self, timeout=self.config.timeout),
-        )
-        client.retry_max_delay = self.config.retry_max_delay
-        return client
-
-    def _is_timeout(self, exc):
-        return isinstance(exc, anthropic.APITimeoutError)
-
-    def _is_connection_error(self, exc):
-        return isinstance(exc, anthropic.APIConnectionError)
+    sdk = anthropic
 
     def _start(self, system, prompt):
         return [{"role": "user", "content": prompt}]

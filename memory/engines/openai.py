@@ -9,39 +9,15 @@ from memory.engines.sdk import (
     SDKEngine,
     Turn,
     as_count,
-    capped_retries,
     field_of,
-    recording_http_client,
 )
-
-_Client = capped_retries(openai.OpenAI)
 
 
 class OpenAIEngine(SDKEngine):
     provider = "openai"
     label = "OpenAI"
-    key_setting = "OPENAI_API_KEY"
-    base_url_setting = "OPENAI_BASE_URL"
-    model_setting = "OPENAI_DEFAULT_MODEL"
     default_base_url = "https://api.openai.com/v1"
-    sdk_errors = (openai.OpenAIError,)
-
-    def _build_client(self, api_key):
-        client = _Client(
-            api_key=api_key,
-            base_url=self.base_url,
-            timeout=self.config.timeout,
-            max_retries=self.config.max_retries,
-            http_client=recording_http_client(openai.DefaultHttpxClient, self, timeout=self.config.timeout),
-        )
-        client.retry_max_delay = self.config.retry_max_delay
-        return client
-
-    def _is_timeout(self, exc):
-        return isinstance(exc, openai.APITimeoutError)
-
-    def _is_connection_error(self, exc):
-        return isinstance(exc, openai.APIConnectionError)
+    sdk = openai
 
     def _start(self, system, prompt):
         conversation = [{"role": "system", "content": system}] if system else []

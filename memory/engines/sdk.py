@@ -94,7 +94,11 @@ def _transport_error(exc, engine):
 
 
 class SDKEngine:
-    """Base of the two SDK adapters. Subclasses supply the provider's wire format."""
+    """One engine over either official SDK. A subclass names its SDK module and supplies the wire format.
+
+    Both SDKs are built alike (a client class, a base error, APITimeoutError, APIConnectionError,
+    DefaultHttpxClient), so the client, its retries and the error mapping live here once.
+    """
 
     provider = ""
     label = ""
@@ -102,6 +106,20 @@ class SDKEngine:
     base_url_setting = ""
     model_setting = ""
     default_base_url = ""
+    sdk = None  # the provider's SDK module
+    sdk_errors: tuple = ()
+
+    def __init_subclass__(cls, **kwargs):
+        # Each SDK names its client after the provider (anthropic.Anthropic, openai.OpenAI) and its base
+        # error after the client; the settings are named after the provider.
+        super().__init_subclass__(**kwargs)
+        if cls.sdk is not None:
+            cls.client_class = capped_retries(getattr(cls.sdk, cls.label))
+            cls.sdk_errors = (getattr(cls.sdk, f"{cls.label}Error"),)
+            prefix = cls.provider.upper()
+            cls.key_setting = f"{prefix}_API_KEY"
+            cls.base_url_setting = f"{prefix}_BASE_URL"
+            cls.model_setting = f"{prefix}_DEFAULT_MODEL"
 
     def __init__(self, config, recorder=None):
         self.config = config
@@ -125,8 +143,22 @@ class SDKEngine:
             self._client = self._build_client(self.api_key())
         return self._client
 
-    def _build_client(self, api_key):  # pragma: no cover - each adapter builds its SDK client
-        raise NotImplementedError
+    def _build_client(self, api_key):
+        client = self.client_class(
+            api_key=api_key,
+            base_url=self.base_url,
+            timeout=self.config.timeout,
+            max_retries=self.config.max_retries,
+            http_client=recording_http_client(self.sdk.DefaultHttpxClient, self, timeout=self.config.timeout),
+        )
+        client.retry_max_delay = self.config.retry_max_delay
+        return client
+
+    def _is_timeout(self, exc):
+        return isinstance(exc, self.sdk.APITimeoutError)
+
+    def _is_connection_error(self, exc):
+        return isinstance(exc, self.sdk.APIConnectionError)
 
     def close(self):
         if self._client is not None:
@@ -243,14 +275,6 @@ class SDKEngine:
             self._continue(conversation, turn, results)
 
     # -- provider format (subclasses) ----------------------------------------------------------------
-
-    sdk_errors: tuple = ()
-
-    def _is_timeout(self, exc):  # pragma: no cover
-        raise NotImplementedError
-
-    def _is_connection_error(self, exc):  # pragma: no cover
-        raise NotImplementedError
 
     def _start(self, system, prompt):  # pragma: no cover
         raise NotImplementedError

@@ -18,7 +18,7 @@ from .core import (  # noqa: F401
     content_hash,
     normalize_text,
 )
-from .compaction import *  # noqa: F401,F403,E402
-from .pipeline import *  # noqa: F401,F403,E402
-from .promotion import *  # noqa: F401,F403,E402
-from .refinement import *  # noqa: F401,F403,E402
+from memory.compaction.models import *  # noqa: F401,F403,E402
+from memory.pipeline.models import *  # noqa: F401,F403,E402
+from memory.promotions.models import *  # noqa: F401,F403,E402
+from memory.refinement.models import *  # noqa: F401,F403,E402

@@ -33,6 +33,17 @@ class Relevance(models.TextChoices):
     HIGH = "high", "High"
     CRITICAL = "critical", "Critical"
 
+    @classmethod
+    def rank(cls, value):
+        """Position in the order low < medium < high < critical (an unknown value counts as medium)."""
+        order = cls.values
+        return order.index(value) if value in order else order.index(cls.MEDIUM)
+
+    @classmethod
+    def highest(cls, values, default=None):
+        """The highest relevance among values (default medium when there are none)."""
+        return max(values, key=cls.rank, default=default or cls.MEDIUM)
+
 
 class LessonStatus(models.TextChoices):
     ACTIVE = "active", "Active"

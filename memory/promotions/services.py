@@ -31,7 +31,6 @@ from memory.textcheck import check_text
 Status = PromotionCandidate.Status
 # A group whose evidence one of these already covers is not proposed again.
 COVERING_STATUSES = (Status.PENDING, Status.REJECTED, Status.REVERTED, Status.APPROVED)
-_RELEVANCE_ORDER = [Relevance.LOW, Relevance.MEDIUM, Relevance.HIGH, Relevance.CRITICAL]
 
 
 class PromotionError(Exception):
@@ -276,7 +275,7 @@ def _changed_lessons(candidate, lessons):
 
 
 def _highest_relevance(lessons):
-    return max((lesson.relevance for lesson in lessons), key=_RELEVANCE_ORDER.index, default=Relevance.MEDIUM)
+    return Relevance.highest(lesson.relevance for lesson in lessons)
 
 
 @transaction.atomic
@@ -295,7 +294,7 @@ def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, 
     final_category = candidate.category if category is None else category
     final_refs = candidate.refs if refs is None else refs
     edited = (final_text, final_category) != (candidate.text, candidate.category) or (
-        refs is not None and [r.as_text() for r in services._clean_refs(final_refs)] != candidate.refs
+        refs is not None and [r.as_text() for r in services.clean_refs(final_refs)] != candidate.refs
     )
     supporting = list(
         Lesson.objects.select_for_update().filter(pk__in=[int(i) for i in candidate.supporting_state]).order_by("id")

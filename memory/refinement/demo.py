@@ -11,7 +11,7 @@ from memory.engines.offline import OfflineEngine
 from memory.engines.recorder import CallRecorder
 from memory.engines.scripted import ScriptedEngine
 from memory.models import Lesson, Memory, RefinementRun
-from memory.refinement.session import refinement_run_create, refinement_run_execute
+from memory.refinement.services import refinement_run_create, refinement_run_execute
 
 
 

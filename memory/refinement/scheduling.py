@@ -3,7 +3,7 @@
 from django.db import transaction
 
 from memory.models import Lesson, LessonStatus, Memory, Tier
-from memory.refinement.session import RefinementBusy, refinement_run_create
+from memory.refinement.services import RefinementBusy, refinement_run_create
 
 
 def refinement_start(*, memory, user=None, trigger="manual"):

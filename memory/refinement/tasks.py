@@ -7,14 +7,14 @@ __all__ = ["refinement_run_task", "refinement_sweep_task", "refinement_nightly_t
 
 @shared_task(name="refinement.run")
 def refinement_run_task(run_id):
-    from memory.refinement.session import refinement_run_execute
+    from memory.refinement.services import refinement_run_execute
 
     return refinement_run_execute(run_id=run_id).status
 
 
 @shared_task(name="refinement.sweep")
 def refinement_sweep_task():
-    from memory.refinement.session import refinement_sweep
+    from memory.refinement.services import refinement_sweep
 
     return refinement_sweep()
 

@@ -6,7 +6,7 @@ from playwright.sync_api import expect
 
 from memory.models import RefinementRun
 from memory.refinement import tasks
-from memory.refinement.session import refinement_run_execute
+from memory.refinement.services import refinement_run_execute
 from tests.factories import MemoryFactory, PersonaFactory, ProjectFactory
 from tests.refinement.helpers import core
 from tests.refinement.scripted import ScriptedEngine

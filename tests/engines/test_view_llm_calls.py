@@ -1,4 +1,4 @@
-"""The LLM call log page (memory/views/llm.py)."""
+"""The LLM call log page (memory/engines/views.py)."""
 
 import pytest
 from django.urls import reverse

@@ -158,12 +158,12 @@ def test_repeating_a_core_lessons_text_adds_to_what_it_derives_from(memory, scri
 def test_an_unexpected_error_marks_the_run_failed(memory, scripted_engine, monkeypatch):
     import pytest
 
-    from memory.pipeline import services as pipeline_services
+    from memory.pipeline import phases as pipeline_phases
 
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(pipeline_services, "_store_observations", boom)
+    monkeypatch.setattr(pipeline_phases, "_store_observations", boom)
     scripted_engine(turns=[[("record_observations", {"observations": [
         {"timestamp": "2026-03-02 09:15", "content": "x happened", "relevance": "low", "sourceEntryIds": ["m1"]}]})]])
     with pytest.raises(RuntimeError):

@@ -1,5 +1,5 @@
 from memory.models import Lesson
-from memory.refinement.session import refinement_run_create, refinement_run_execute
+from memory.refinement.services import refinement_run_create, refinement_run_execute
 from tests.factories import make_lesson
 
 

@@ -37,7 +37,7 @@ def main(step, *args):
                         tier="core", category="PATTERN")
         print(json.dumps({"memory_id": memory.pk}), flush=True)
     elif step == "run":
-        from memory.refinement.session import refinement_run_create, refinement_run_execute
+        from memory.refinement.services import refinement_run_create, refinement_run_execute
         from tests.refinement.scripted import ScriptedEngine
 
         memory_id = int(args[0])
@@ -53,7 +53,7 @@ def main(step, *args):
         run = refinement_run_create(memory=__import__("memory.models").models.Memory.objects.get(pk=memory_id))
         refinement_run_execute(run_id=run.pk, engine=engine)
     elif step == "sweep":
-        from memory.refinement.session import refinement_sweep
+        from memory.refinement.services import refinement_sweep
 
         swept = refinement_sweep(timeout=0)
         print(json.dumps({"swept": swept, **dump(int(args[0]))}), flush=True)

@@ -1,7 +1,7 @@
 import pytest
 
 from memory.models import Lesson, RefinementOperation, RefinementRun
-from memory.refinement.session import refinement_run_create, refinement_run_execute
+from memory.refinement.services import refinement_run_create, refinement_run_execute
 from memory.engines.offline import OfflineEngine
 
 from .helpers import core, state

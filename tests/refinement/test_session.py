@@ -1,7 +1,8 @@
 import pytest
 
 from memory.models import ChangeBatch, Lesson, RefinementOperation, RefinementRun
-from memory.refinement.session import TERMINATED_MESSAGE, TERMINATION_ERROR, RefinementBusy, refinement_run_create
+from memory.refinement.session import TERMINATED_MESSAGE, TERMINATION_ERROR
+from memory.refinement.services import RefinementBusy, refinement_run_create
 
 from .helpers import core, run_with, state
 from .scripted import ScriptedEngine
@@ -37,7 +38,7 @@ def test_nuclear_run_is_stopped_and_memory_is_exactly_as_before(memory):
     assert "cap of 10" in refused.first().refusal_reason
     assert all("not applied" in r.content for _, r in engine.results[10:])
     # Revert the run: memory is exactly as before.
-    from memory.refinement.session import refinement_run_revert
+    from memory.refinement.services import refinement_run_revert
     from memory.services import Actor
 
     refinement_run_revert(run=run, actor=Actor.system("tests"))
@@ -172,7 +173,7 @@ def test_completed_run_applies_through_services_in_one_batch(memory):
     assert run.tokens_in == 140 and run.tokens_out == 21
     assert "id %d" % a.pk in run.prompt_sent and e.text in run.prompt_sent
     # one revert undoes the whole run
-    from memory.refinement.session import refinement_run_revert
+    from memory.refinement.services import refinement_run_revert
     from memory.services import Actor
 
     refinement_run_revert(run=run, actor=Actor.system("tests"))

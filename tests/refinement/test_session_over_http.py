@@ -7,7 +7,7 @@ and the retention breaker are enforced on what comes back, and the tool results 
 import pytest
 
 from memory.models import ChangeBatch, LLMCall, RefinementOperation, RefinementRun
-from memory.refinement.session import refinement_run_revert
+from memory.refinement.services import refinement_run_revert
 from memory.services import Actor
 
 from .helpers import core, run_with, state

@@ -4,7 +4,7 @@ from django.utils import timezone
 
 from memory.models import ChangeBatch, RefinementRun
 from memory.refinement.scheduling import nightly_memories, refinement_schedule_nightly
-from memory.refinement.session import refinement_run_create, refinement_sweep
+from memory.refinement.services import refinement_run_create, refinement_sweep
 from memory.services import Actor, batch_create, lesson_delete
 from tests.factories import MemoryFactory, PersonaFactory
 

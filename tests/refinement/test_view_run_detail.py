@@ -2,7 +2,8 @@ import pytest
 from django.urls import reverse
 
 from memory.models import RefinementRun
-from memory.refinement.session import RefinementSession, refinement_run_create
+from memory.refinement.session import RefinementSession
+from memory.refinement.services import refinement_run_create
 from memory.engines.base import ToolCall
 
 from .helpers import core, run_with

@@ -2,7 +2,7 @@ import pytest
 from django.urls import reverse
 
 from memory.models import RefinementRun
-from memory.refinement.session import refinement_run_create
+from memory.refinement.services import refinement_run_create
 from tests.factories import MemoryFactory
 
 from .helpers import core

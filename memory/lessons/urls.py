@@ -1,8 +1,9 @@
 from django.urls import path
 
-from memory.views import history, lessons, memory_page, prompt
+from memory.lessons.views import history, home, lessons, memory_page, prompt
 
 urlpatterns = [
+    path("", home.home, name="home"),
     path("memories/<int:memory_id>/", memory_page.memory_detail, name="memory_detail"),
     path("memories/<int:memory_id>/history/", history.memory_history, name="memory_history"),
     path("memories/<int:memory_id>/prompt/", prompt.prompt_preview, name="prompt_preview"),

@@ -11,12 +11,12 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from memory import services
-from memory.dashboard_selectors import lesson_changes, lesson_with_context, memory_batches
+from memory.lessons.selectors import lesson_changes, lesson_with_context, memory_batches
 from memory.models import Change, ChangeBatch, Lesson, Memory
 from memory.rendering import snapshot_diff
 from memory.roles import curator_required, viewer_required
 from memory.services import RevertError
-from memory.views._common import actor_for, error_messages, reason_from, safe_next
+from memory.web import actor_for, error_messages, reason_from, safe_next
 
 BATCHES_PER_PAGE = 20
 CHANGES_PER_PAGE = 50
@@ -32,7 +32,7 @@ def memory_history(request, memory_id):
     page = Paginator(memory_batches(memory), BATCHES_PER_PAGE).get_page(request.GET.get("page"))
     batches = [{"batch": b, "entries": [_entry(c) for c in b.changes.all()]} for b in page.object_list]
     context = {"memory": memory, "page": page, "batches": batches}
-    template = "memory/memory_history.html" + ("#history-list" if request.htmx else "")
+    template = "memory/lessons/memory_history.html" + ("#history-list" if request.htmx else "")
     return TemplateResponse(request, template, context)
 
 
@@ -44,7 +44,7 @@ def lesson_history(request, lesson_id):
     refs = [(ref, project.permalink(ref.path, ref.start_line, ref.end_line)) for ref in lesson.refs.all()]
     context = {"lesson": lesson, "memory": lesson.memory, "page": page, "refs": refs,
                "entries": [_entry(c) for c in page.object_list]}
-    template = "memory/lesson_history.html" + ("#history-list" if request.htmx else "")
+    template = "memory/lessons/lesson_history.html" + ("#history-list" if request.htmx else "")
     return TemplateResponse(request, template, context)
 
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.views import pipeline as views
+from memory.pipeline import views
 
 app_name = "pipeline"
 

@@ -2,7 +2,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 
-from memory.dashboard_selectors import STATUS_CHOICES, budget_state, lesson_queryset
+from memory.lessons.selectors import STATUS_CHOICES, budget_state, lesson_queryset
 from memory.models import ALL_CATEGORIES, LessonStatus, Memory, Relevance, Tier
 from memory.pipeline.coverage import coverage_counts, coverage_tag
 from memory.roles import viewer_required
@@ -90,7 +90,7 @@ def memory_detail(request, memory_id):
         "statuses": STATUS_CHOICES,
         "query_string": query.urlencode(),
     }
-    template = "memory/memory_detail.html"
+    template = "memory/lessons/memory_detail.html"
     if request.htmx and request.htmx.target == "lesson-list":
         template += "#lesson-list"
     return TemplateResponse(request, template, context)

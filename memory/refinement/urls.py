@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.views import refinement as views
+from memory.refinement import views
 
 app_name = "refinement"
 

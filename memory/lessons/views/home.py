@@ -1,6 +1,6 @@
 from django.template.response import TemplateResponse
 
-from memory.dashboard_selectors import home_grid
+from memory.lessons.selectors import home_grid
 from memory.roles import viewer_required
 
 
@@ -8,4 +8,4 @@ from memory.roles import viewer_required
 def home(request):
     include_archived = request.GET.get("archived") == "1"
     context = {"include_archived": include_archived, **home_grid(include_archived=include_archived)}
-    return TemplateResponse(request, "memory/home.html", context)
+    return TemplateResponse(request, "memory/lessons/home.html", context)

@@ -3,7 +3,7 @@ from django.template.response import TemplateResponse
 
 from memory.models import Memory
 from memory.roles import viewer_required
-from memory.dashboard_selectors import budget_state
+from memory.lessons.selectors import budget_state
 from memory.selectors import WORKING_HEADING, compiled_memory_text
 from personas.compiler import compile_system_prompt, persona_sections
 
@@ -43,4 +43,4 @@ def prompt_preview(request, memory_id):
         "budget": budget,
         "cut_count": len(budget.cut_ids),
     }
-    return TemplateResponse(request, "memory/prompt_preview.html", context)
+    return TemplateResponse(request, "memory/lessons/prompt_preview.html", context)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.views import llm
+from memory.engines import views as llm
 
 app_name = "llm"
 

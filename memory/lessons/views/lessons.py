@@ -13,13 +13,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from memory import services
-from memory.dashboard_selectors import budget_state, lesson_with_context
+from memory.lessons.selectors import budget_state, lesson_with_context
 from memory.models import ALL_CATEGORIES, CORE_CATEGORIES, Category, Lesson, Relevance, Tier
 from memory.refs import format_ref_list
 from memory.roles import curator_required, viewer_required
 from memory.services import MAX_LESSON_CHARS
-from memory.views._common import actor_for, error_messages, reason_from, safe_next
-from memory.views.memory_page import lesson_rows
+from memory.web import actor_for, error_messages, reason_from, safe_next
+from memory.lessons.views.memory_page import lesson_rows
 
 
 class LessonEditForm(forms.Form):
@@ -106,7 +106,7 @@ def lesson_edit(request, lesson_id):
         form = LessonEditForm.for_lesson(lesson)
     context = {"form": form, "lesson": lesson, "memory": lesson.memory,
                "next": safe_next(request, reverse("memory_detail", args=[lesson.memory_id]))}
-    template = "memory/lesson_edit.html" + ("#edit-form" if request.htmx else "")
+    template = "memory/lessons/lesson_edit.html" + ("#edit-form" if request.htmx else "")
     # htmx only swaps 2xx responses, so the form with its errors comes back as 200 there.
     status = 400 if form.errors and not request.htmx else 200
     return TemplateResponse(request, template, context, status=status)

@@ -38,5 +38,5 @@ def call_list(request):
         "totals": selectors.llm_call_totals_per_persona(calls),
         "grand_total": selectors.llm_call_grand_total(calls),
     }
-    template = "memory/llm/calls.html#results" if request.htmx else "memory/llm/calls.html"
+    template = "memory/engines/calls.html#results" if request.htmx else "memory/engines/calls.html"
     return TemplateResponse(request, template, context)

@@ -22,6 +22,7 @@ from memory.compaction.tasks import compaction_propose_task
 from memory.models import ALL_CATEGORIES, CompactionProposal, Memory, ProposalLine
 from memory.roles import APPROVE, approver_required, viewer_required
 from memory.services import Actor, RevertError
+from memory.web import decide
 
 
 def _detail_url(proposal_pk):
@@ -94,43 +95,32 @@ def compaction_line_edit(request, pk, line_pk):
 @approver_required
 def compaction_apply_view(request, pk):
     proposal = get_object_or_404(CompactionProposal, pk=pk)
-    try:
-        batch = compaction_apply(proposal=proposal, actor=Actor.for_user(request.user))
-    except CompactionError as exc:
-        messages.error(request, f"Not applied: {exc}")
-    else:
-        messages.success(request, f"Compaction applied as {batch}. It can be reverted from this page.")
-    return _redirect(request, _detail_url(pk))
+    return decide(
+        request, lambda: compaction_apply(proposal=proposal, actor=Actor.for_user(request.user)),
+        refused=CompactionError, prefix="Not applied: ", then=_detail_url(pk),
+        done=lambda batch: f"Compaction applied as {batch}. It can be reverted from this page.")
 
 
 @require_POST
 @approver_required
 def compaction_reject_view(request, pk):
     proposal = get_object_or_404(CompactionProposal, pk=pk)
-    try:
-        compaction_reject(proposal=proposal, actor=Actor.for_user(request.user), reason=request.POST.get("reason", ""))
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    except CompactionError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, "Proposal rejected; working memory is unchanged.")
-    return _redirect(request, _detail_url(pk))
+    return decide(
+        request, lambda: compaction_reject(proposal=proposal, actor=Actor.for_user(request.user),
+                                           reason=request.POST.get("reason", "")),
+        refused=(ValidationError, CompactionError), then=_detail_url(pk),
+        done="Proposal rejected; working memory is unchanged.")
 
 
 @require_POST
 @approver_required
 def compaction_revert_view(request, pk):
     proposal = get_object_or_404(CompactionProposal, pk=pk)
-    try:
-        compaction_revert(proposal=proposal, actor=Actor.for_user(request.user), reason=request.POST.get("reason", ""))
-    except (CompactionError, RevertError) as exc:
-        messages.error(request, f"Not reverted: {exc}")
-    except ValidationError as exc:
-        messages.error(request, "Not reverted: " + " ".join(exc.messages))
-    else:
-        messages.success(request, "Compaction reverted: working memory is as it was before.")
-    return _redirect(request, _detail_url(pk))
+    return decide(
+        request, lambda: compaction_revert(proposal=proposal, actor=Actor.for_user(request.user),
+                                           reason=request.POST.get("reason", "")),
+        refused=(CompactionError, RevertError, ValidationError), prefix="Not reverted: ", then=_detail_url(pk),
+        done="Compaction reverted: working memory is as it was before.")
 
 
 @require_POST

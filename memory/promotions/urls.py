@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.views import promotions
+from memory.promotions import views as promotions
 
 app_name = "promotions"
 

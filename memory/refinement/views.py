@@ -6,19 +6,24 @@ from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect
-from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
+from django_htmx.http import HttpResponseClientRedirect
 
 from memory.models import REFINEMENT_OP_CAP, Memory, RefinementPromptVersion, RefinementRun
 from memory.refinement import prompts, selectors
 from memory.refinement.scheduling import refinement_start
-from memory.refinement.services import MAX_PROMPT_CHARS, refinement_prompt_restore, refinement_prompt_save
-from memory.refinement.session import RefinementBusy, refinement_run_revert
+from memory.refinement.services import (
+    MAX_PROMPT_CHARS,
+    RefinementBusy,
+    refinement_prompt_restore,
+    refinement_prompt_save,
+    refinement_run_revert,
+)
 from memory.roles import APPROVE, approver_required, viewer_required
 from memory.services import Actor, RevertError
+from memory.web import decide, run_progress
 from personas.models import Persona
 
 POLL_SECONDS = 1
@@ -61,13 +66,7 @@ def run_detail(request, pk):
     run = get_object_or_404(RefinementRun.objects.select_related("memory__persona", "memory__project", "batch",
                                                                  "prompt_version", "requested_by"), pk=pk)
     context = _run_context(request, run)
-    if request.htmx:
-        if context["finished"]:
-            # The run ended: send the final state once and tell htmx to stop polling.
-            html = render_to_string("memory/refinement/run_detail.html#run-body", context, request=request)
-            return HttpResponseStopPolling(html)
-        return TemplateResponse(request, "memory/refinement/run_detail.html#run-body", context)
-    return TemplateResponse(request, "memory/refinement/run_detail.html", context)
+    return run_progress(request, "memory/refinement/run_detail.html", context, finished=context["finished"])
 
 
 @approver_required
@@ -91,13 +90,9 @@ def run_start(request, memory_pk):
 @require_POST
 def run_revert(request, pk):
     run = get_object_or_404(RefinementRun.objects.select_related("batch"), pk=pk)
-    try:
-        refinement_run_revert(run=run, actor=Actor.for_user(request.user))
-    except RevertError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, f"Refinement run #{run.pk} was reverted as one change.")
-    return redirect("refinement:run", pk=run.pk)
+    return decide(request, lambda: refinement_run_revert(run=run, actor=Actor.for_user(request.user)),
+                  refused=RevertError, then=reverse("refinement:run", args=[run.pk]),
+                  done=f"Refinement run #{run.pk} was reverted as one change.")
 
 
 # --- the prompt -------------------------------------------------------------------------------

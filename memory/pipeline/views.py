@@ -2,17 +2,18 @@
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect
-from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
+from django_htmx.http import HttpResponseClientRedirect
 
 from memory.models import Interaction, Memory, PipelineRun
-from memory.pipeline.services import PipelineError, pipeline_start, relevance_histogram
+from memory.pipeline.selectors import relevance_histogram
+from memory.pipeline.services import PipelineError, pipeline_start
 from memory.roles import APPROVE, approver_required, viewer_required
 from memory.services import Actor
 from memory.textcheck import bounded_id
+from memory.web import run_progress
 
 POLL_SECONDS = 1
 PHASES = (("observer", "Observer"), ("reflector", "Reflector"), ("pruner", "Pruner"))
@@ -69,12 +70,7 @@ def run_detail(request, pk):
                             pk=pk)
     context = _run_context(run)
     context["can_approve"] = request.user.has_perm(APPROVE)
-    if request.htmx:
-        if context["finished"]:
-            html = render_to_string("memory/pipeline/run_detail.html#run-body", context, request=request)
-            return HttpResponseStopPolling(html)
-        return TemplateResponse(request, "memory/pipeline/run_detail.html#run-body", context)
-    return TemplateResponse(request, "memory/pipeline/run_detail.html", context)
+    return run_progress(request, "memory/pipeline/run_detail.html", context, finished=context["finished"])
 
 
 @approver_required

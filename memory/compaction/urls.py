@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.views import compaction as views
+from memory.compaction import views
 
 urlpatterns = [
     path("", views.compaction_list, name="compaction-list"),
