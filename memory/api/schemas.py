@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Union
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from ninja import Field, Schema
-from pydantic import field_validator
+from pydantic import AfterValidator, field_validator
 
 from memory.refs import MAX_REF_PATH, parse_ref
 from memory.textcheck import (
@@ -57,13 +57,8 @@ _PATTERNS = {
 }
 
 
-def text_field(pattern, *, max_length, default=..., **kwargs):
-    """A string field whose schema carries the text rule; pair it with check() in a validator."""
-    return Field(default, max_length=max_length, json_schema_extra={"pattern": pattern}, **kwargs)
-
-
 def check(value, pattern):
-    """The validator side of text_field: the same rule as the pattern, with a readable message."""
+    """The validator side of a text pattern: the same rule, with a readable message."""
     rule = _PATTERNS[pattern]
     problem = text_problem(value, multiline=rule["multiline"])
     if problem:
@@ -90,8 +85,18 @@ def check_path(value):
     return value
 
 
+def Text(pattern, *, max_length, min_length=None, description=None, strip=False):  # noqa: N802 (a type)
+    """A string whose schema carries the text rule and whose validator checks exactly that rule."""
+    def valid(value):
+        value = check(value, pattern)
+        return value.strip() if strip else value
+
+    return Annotated[str, Field(min_length=min_length, max_length=max_length, description=description,
+                                json_schema_extra={"pattern": pattern}), AfterValidator(valid)]
+
+
 Ref = Annotated[str, Field(min_length=1, max_length=MAX_REF_PATH, description=REF_DESCRIPTION,
-                           json_schema_extra={"pattern": REF_PATTERN})]
+                           json_schema_extra={"pattern": REF_PATTERN}), AfterValidator(check_ref)]
 
 
 class ErrorOut(Schema):
@@ -142,20 +147,10 @@ _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]
 
 
 class TranscriptEntry(Schema):
-    id: str = text_field(SINGLE_LINE_PATTERN, max_length=100)
-    role: str = text_field(SINGLE_LINE_PATTERN, max_length=50, default="")
+    id: Text(SINGLE_LINE_PATTERN, max_length=100)
+    role: Text(SINGLE_LINE_PATTERN, max_length=50) = ""
     at: datetime | None = Field(None, description="RFC 3339 with an offset: 2026-03-02T09:15:00Z")
-    text: str = text_field(MULTI_LINE_PATTERN, max_length=20_000)
-
-    @field_validator("id", "role")
-    @classmethod
-    def one_line(cls, value):
-        return check(value, SINGLE_LINE_PATTERN)
-
-    @field_validator("text")
-    @classmethod
-    def any_lines(cls, value):
-        return check(value, MULTI_LINE_PATTERN)
+    text: Text(MULTI_LINE_PATTERN, max_length=20_000)
 
     @field_validator("at", mode="before")
     @classmethod
@@ -172,33 +167,13 @@ class TranscriptEntry(Schema):
 
 
 class InteractionIn(Schema):
-    trigger_type: str = text_field(NON_BLANK_LINE_PATTERN, min_length=1, max_length=50,
-                                   description="What started it: pr_review, deliberation …")
-    outcome: str = text_field(SINGLE_LINE_PATTERN, max_length=200, default="")
-    summary: str = text_field(NON_BLANK_TEXT_PATTERN, min_length=1, max_length=MAX_SUMMARY_CHARS)
+    trigger_type: Text(NON_BLANK_LINE_PATTERN, min_length=1, max_length=50, strip=True,
+                       description="What started it: pr_review, deliberation …")
+    outcome: Text(SINGLE_LINE_PATTERN, max_length=200) = ""
+    summary: Text(NON_BLANK_TEXT_PATTERN, min_length=1, max_length=MAX_SUMMARY_CHARS, strip=True)
     files_changed: list[Ref] = Field(default_factory=list, max_length=MAX_FILES,
                                      description="Paths, optionally with lines: src/app.py#L10-L20")
     transcript: list[TranscriptEntry] = Field(default_factory=list, max_length=MAX_TRANSCRIPT_ENTRIES)
-
-    @field_validator("trigger_type")
-    @classmethod
-    def valid_trigger(cls, value):
-        return check(value, NON_BLANK_LINE_PATTERN).strip()
-
-    @field_validator("outcome")
-    @classmethod
-    def valid_outcome(cls, value):
-        return check(value, SINGLE_LINE_PATTERN)
-
-    @field_validator("summary")
-    @classmethod
-    def valid_summary(cls, value):
-        return check(value, NON_BLANK_TEXT_PATTERN).strip()
-
-    @field_validator("files_changed")
-    @classmethod
-    def valid_paths(cls, values):
-        return [check_ref(value) for value in values]
 
 
 class InteractionOut(Schema):
@@ -215,20 +190,10 @@ _ERROR_TEXT_MAX = _TEXT_MAX - MAX_ERROR_CHARS - len(ERROR_JOINER)
 
 
 class _LessonBase(Schema):
-    text: str = text_field(NON_BLANK_LINE_PATTERN, min_length=1, max_length=_TEXT_MAX,
-                           description=f"One line, at most {_TEXT_MAX} characters (LESSON_MAX_CHARS)")
+    text: Text(NON_BLANK_LINE_PATTERN, min_length=1, max_length=_TEXT_MAX,
+               description=f"One line, at most {_TEXT_MAX} characters (LESSON_MAX_CHARS)")
     refs: list[Ref] = Field(default_factory=list, max_length=20)
     relevance: AGENT_RELEVANCE | None = None
-
-    @field_validator("text")
-    @classmethod
-    def single_line(cls, value):
-        return check(value, NON_BLANK_LINE_PATTERN)
-
-    @field_validator("refs")
-    @classmethod
-    def valid_refs(cls, values):
-        return [check_ref(value) for value in values]
 
 
 class SaveFact(_LessonBase):
@@ -244,16 +209,11 @@ class LogLearning(_LessonBase):
 class LogError(_LessonBase):
     tool: Literal["log_error"]
     # Room is left for the error, which is kept in the lesson's text.
-    text: str = text_field(NON_BLANK_LINE_PATTERN, min_length=1, max_length=_ERROR_TEXT_MAX,
-                           description=f"One line, at most {_ERROR_TEXT_MAX} characters (the error is appended)")
+    text: Text(NON_BLANK_LINE_PATTERN, min_length=1, max_length=_ERROR_TEXT_MAX,
+               description=f"One line, at most {_ERROR_TEXT_MAX} characters (the error is appended)")
     category: Literal["OBSERVATION"] | None = None
-    error: str = text_field(NON_BLANK_TEXT_PATTERN, min_length=1, max_length=MAX_ERROR_CHARS,
-                            description="The error message that was seen (kept on one line in the lesson)")
-
-    @field_validator("error")
-    @classmethod
-    def valid_error(cls, value):
-        return check(value, NON_BLANK_TEXT_PATTERN)
+    error: Text(NON_BLANK_TEXT_PATTERN, min_length=1, max_length=MAX_ERROR_CHARS,
+                description="The error message that was seen (kept on one line in the lesson)")
 
 
 class DailyLog(_LessonBase):

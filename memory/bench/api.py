@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from memory.bench import benchmark
+from memory.bench.serving import wait_until_serving
 
 ROOT = Path(__file__).resolve().parents[2]
 PERSONA = "Bench Lead"
@@ -143,21 +144,6 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _wait_until_serving(port, proc, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("gunicorn exited before serving")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/api/v1/health")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            threading.Event().wait(0.2)
-    raise RuntimeError(f"gunicorn did not answer on port {port} within {timeout}s")
-
-
 def _load_process(env, port, targets, token, requests, threads, seconds):
     spec = json.dumps(targets)
     out = subprocess.run(
@@ -189,7 +175,7 @@ def measure(*, lessons=10_000, requests=2000, threads=8, seconds=60.0):
             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
         try:
-            _wait_until_serving(port, server)
+            wait_until_serving(port, server)
             context = f"/api/v1/memory/{PERSONA.replace(' ', '%20')}/{PROJECT}/context"
             # Warm both workers' caches (each process compiles the memory once per version).
             _load_process(env, port, [["context", context, True]], token, 40, 4, seconds)
