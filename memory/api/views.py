@@ -26,7 +26,19 @@ from memory.textcheck import text_problem
 from personas.compiler import compile_system_prompt
 from personas.models import Persona, Project
 
-api = NinjaAPI(
+class AgentAPI(NinjaAPI):
+    def get_openapi_schema(self, **kwargs):
+        schema = super().get_openapi_schema(**kwargs)
+        # The web server, not the app, refuses an over-long URL: documented, with no JSON body.
+        for operations in schema["paths"].values():
+            for operation in operations.values():
+                operation["responses"].setdefault(414, {
+                    "description": "URL too long (refused by the web server; gunicorn: request line over 4094 bytes)",
+                })
+        return schema
+
+
+api = AgentAPI(
     title="Night Watch Memory — agent API",
     version="1",
     description=(
