@@ -88,3 +88,11 @@ def test_curator_still_reverts_manual_and_agent_batches(client_for, curator, mem
     assert response.status_code == 302
     lesson.refresh_from_db()
     assert lesson.status == LessonStatus.DELETED
+
+
+def test_the_history_page_offers_a_curator_no_revert_of_an_approvers_batch(client_for, curator, approver, memory,
+                                                                             approver_batch):
+    url = f"/memories/{memory.pk}/history/"
+    revert_url = f"/batches/{approver_batch.pk}/revert/"
+    assert revert_url not in client_for(curator).get(url).content.decode()
+    assert revert_url in client_for(approver).get(url).content.decode()

@@ -14,7 +14,7 @@ from memory import services
 from memory.lessons.selectors import lesson_changes, lesson_with_context, memory_batches
 from memory.models import Change, ChangeBatch, Lesson, Memory
 from memory.rendering import snapshot_diff
-from memory.roles import curator_required, viewer_required
+from memory.roles import APPROVE, curator_required, viewer_required
 from memory.services import RevertError
 from memory.web import actor_for, error_messages, reason_from, safe_next
 
@@ -30,7 +30,10 @@ def _entry(change):
 def memory_history(request, memory_id):
     memory = get_object_or_404(Memory.objects.select_related("persona", "project"), pk=memory_id)
     page = Paginator(memory_batches(memory), BATCHES_PER_PAGE).get_page(request.GET.get("page"))
-    batches = [{"batch": b, "entries": [_entry(c) for c in b.changes.all()]} for b in page.object_list]
+    approver = request.user.has_perm(APPROVE)
+    # An approver's batch is offered for revert to approvers only (the service refuses the others).
+    batches = [{"batch": b, "entries": [_entry(c) for c in b.changes.all()],
+                "can_revert": approver or b.kind not in services.APPROVER_BATCH_KINDS} for b in page.object_list]
     context = {"memory": memory, "page": page, "batches": batches}
     template = "memory/lessons/memory_history.html" + ("#history-list" if request.htmx else "")
     return TemplateResponse(request, template, context)
