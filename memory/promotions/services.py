@@ -293,6 +293,9 @@ def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, 
     final_text = candidate.text if text is None else text.strip()
     final_category = candidate.category if category is None else category
     final_refs = candidate.refs if refs is None else refs
+    # Checked before anything is written: the batch's label quotes the text.
+    services.validate_lesson_fields(tier=Tier.CORE, category=final_category, text=final_text,
+                                    relevance=Relevance.MEDIUM)
     edited = (final_text, final_category) != (candidate.text, candidate.category) or (
         refs is not None and [r.as_text() for r in services.clean_refs(final_refs)] != candidate.refs
     )
