@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install migrate demo worker beat bench load fuzz deploy-check clean
+.PHONY: run serve test install migrate demo worker beat bench load fuzz deploy-check clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,12 @@ run: demo
 	$(PY) manage.py demo_login --url http://$(HOST):$(PORT)/
 	@echo "Serving Night Watch Memory on http://$(HOST):$(PORT)/"
 	$(PY) manage.py runserver $(HOST):$(PORT)
+
+# The ASGI application: the dashboard and API plus the MCP endpoint at /mcp/ (runserver has no /mcp/).
+serve: demo
+	$(PY) manage.py demo_login --url http://$(HOST):$(PORT)/
+	@echo "Serving Night Watch Memory on http://$(HOST):$(PORT)/ (MCP: http://$(HOST):$(PORT)/mcp/)"
+	$(PY) -m uvicorn nightwatch.asgi:application --host $(HOST) --port $(PORT)
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)

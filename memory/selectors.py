@@ -7,7 +7,7 @@ from functools import cached_property
 from django.core.cache import cache
 from django.db.models import Prefetch, Q
 
-from memory.formats.lines import lesson_line, render_core, render_working, section_header
+from memory.formats.lines import lesson_line, render_core, render_working, section_header, working_order
 from memory.models import Lesson, LessonRef, LessonStatus, Memory, Relevance, Tier
 from memory.refs import Ref
 
@@ -161,7 +161,7 @@ def compile_memory(memory):
     core = _pick_within_budget(memory, Tier.CORE, must_keep, memory.core_char_budget, _line_cost, False)
     working = _pick_within_budget(memory, Tier.WORKING, must_keep, memory.working_char_budget, _working_cost, True)
     core_kept = [core[pk] for pk in sorted(core)]
-    working_kept = [working[pk] for pk in sorted(working)]
+    working_kept = working_order([working[pk] for pk in sorted(working)])
     core_text = render_core(core_kept)
     working_text = render_working(working_kept)
     if core_kept or working_kept:

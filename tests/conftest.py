@@ -36,12 +36,35 @@ def memory(db, persona, project):
 
 
 @pytest.fixture
+def other_persona(db):
+    return PersonaFactory(name="Maya", role="Security Reviewer")
+
+
+@pytest.fixture
+def other_project(db):
+    return ProjectFactory(slug="other-app", name="Other app")
+
+
+@pytest.fixture
 def on_postgres(settings):
     return settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
 
 
 def requires_services():
     return os.environ.get("NW_REQUIRE_SERVICES") == "1"
+
+
+def race_needs_postgres():
+    """For tests that race threads on separate connections: SQLite serialises every writer, so the
+    threads would not race at all and the test would prove nothing. They run wherever DATABASE_URL
+    points at PostgreSQL (CI sets NW_REQUIRE_SERVICES=1, where SQLite is a failure)."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        return
+    if requires_services():
+        pytest.fail("NW_REQUIRE_SERVICES=1 but the database is not PostgreSQL")
+    pytest.skip("needs PostgreSQL row locks; set DATABASE_URL=postgres://…")
 
 
 def _user_in_role(django_user_model, username, role):

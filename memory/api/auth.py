@@ -14,6 +14,17 @@ from memory.tokens import agent_token_authenticate
 LAST_USED_PRECISION = timedelta(minutes=1)
 
 
+def agent_token_for_bearer(raw):
+    """The live token for a bearer value (noting when it was last used), or None."""
+    agent_token = agent_token_authenticate(raw)
+    if agent_token is None:
+        return None
+    now = timezone.now()
+    if agent_token.last_used_at is None or now - agent_token.last_used_at > LAST_USED_PRECISION:
+        AgentToken.objects.filter(pk=agent_token.id).update(last_used_at=now)
+    return agent_token
+
+
 class PayloadTooLarge(Exception):
     def __init__(self, size=None):
         self.size = size
@@ -45,11 +56,6 @@ class AgentTokenAuth(HttpBearer):
         return super().__call__(request)
 
     def authenticate(self, request, token):
-        agent_token = agent_token_authenticate(token)
-        if agent_token is None:
-            return None
-        now = timezone.now()
-        if agent_token.last_used_at is None or now - agent_token.last_used_at > LAST_USED_PRECISION:
-            AgentToken.objects.filter(pk=agent_token.id).update(last_used_at=now)
+        agent_token = agent_token_for_bearer(token)
         request.agent_token = agent_token
         return agent_token

@@ -16,6 +16,7 @@ from pydantic import AfterValidator, field_validator
 
 from memory.refs import MAX_REF_PATH, parse_ref
 from memory.textcheck import (
+    MAX_ID,
     MULTI_LINE_PATTERN,
     NON_BLANK_LINE_PATTERN,
     NON_BLANK_TEXT_PATTERN,
@@ -32,8 +33,7 @@ MAX_FILES = 200
 MAX_TRANSCRIPT_ENTRIES = 500
 MAX_ERROR_CHARS = 500
 ERROR_JOINER = " — error: "
-# Ids are PostgreSQL bigints; offsets past any real memory only give an empty page.
-MAX_ID = 2**63 - 1
+# Ids are PostgreSQL bigints (MAX_ID); offsets past any real memory only give an empty page.
 MAX_OFFSET = 1_000_000_000
 
 # A code reference as the API takes it: a path of segments (none of them "..") and optional lines
@@ -55,6 +55,7 @@ _PATTERNS = {
     MULTI_LINE_PATTERN: dict(multiline=True, blank_ok=True),
     NON_BLANK_TEXT_PATTERN: dict(multiline=True, blank_ok=False),
 }
+MAX_WORDS_CHARS = 200
 
 
 def check(value, pattern):
@@ -97,6 +98,23 @@ def Text(pattern, *, max_length, min_length=None, description=None, strip=False)
 
 Ref = Annotated[str, Field(min_length=1, max_length=MAX_REF_PATH, description=REF_DESCRIPTION,
                            json_schema_extra={"pattern": REF_PATTERN}), AfterValidator(check_ref)]
+
+
+def field_errors(errors):
+    """{"lessons.0.text": ["..."]} from pydantic's error list, without the request-part prefixes."""
+    fields = {}
+    for err in errors:
+        loc = list(err.get("loc", ()))
+        if loc and loc[0] in ("body", "query", "path"):  # where the value was sent, not its name
+            loc = loc[1:]
+        if loc and loc[0] in ("payload", "filters"):
+            loc = loc[1:]
+        # A lesson is one of the tools' shapes: its errors are named lessons.N.field, without the tool's tag.
+        loc = [str(part) for part in loc if part not in TOOLS]
+        if err.get("type") in ("union_tag_invalid", "union_tag_not_found"):
+            loc.append("tool")
+        fields.setdefault(".".join(loc) or "body", []).append(err.get("msg", "invalid"))
+    return fields
 
 
 class ErrorOut(Schema):

@@ -4,12 +4,86 @@ from django.core.cache import cache
 from django.db import connection
 from django.db.models import Prefetch
 
-from memory.models import Change, Lesson, LessonRef, Memory
+from django.core.exceptions import ValidationError
+
+from memory.models import Change, Interaction, Lesson, LessonRef, Memory
 from memory.pipeline.prompts import CONTEXT_USAGE
-from personas.models import Project
 from memory.selectors import compile_memory
+from memory.textcheck import MAX_ID, text_problem
+from personas.models import Persona, Project
 
 CACHE_SECONDS = 24 * 3600
+
+
+# --- scope: what a token may reach (the API answers 403 / 404, the MCP server a tool error) ----
+
+class OutOfScope(Exception):
+    """The thing exists but this token may not reach it."""
+
+
+class NotFound(Exception):
+    """No such persona, project, lesson or interaction."""
+
+
+def _real_name(name, what):
+    """A name holding control characters names nothing (names are checked when made): NotFound before any query."""
+    if text_problem(name):
+        raise NotFound(f"no {what} named {name[:100]!r}")
+
+
+def persona_in_scope(token, name):
+    """The token's persona id when `name` is its own persona."""
+    _real_name(name, "persona")
+    if token.persona_name.casefold() == name.casefold():
+        return token.persona_id
+    if Persona.objects.not_archived().filter(name__iexact=name).exists():
+        raise OutOfScope(f"this token cannot reach the memory of persona {name!r}")
+    raise NotFound(f"no persona named {name!r}")
+
+
+def project_in_scope(token, slug):
+    _real_name(slug, "project")
+    project = Project.objects.filter(slug=slug).first()
+    if project is None:
+        raise NotFound(f"no project with slug {slug!r}")
+    if token.project_id and token.project_id != project.pk:
+        raise OutOfScope(f"this token is limited to project {token.project_slug!r}")
+    return project
+
+
+def write_scope(token, persona_name, project_slug):
+    """(persona, project) a write may go to."""
+    persona_in_scope(token, persona_name)
+    return token.persona, project_in_scope(token, project_slug)
+
+
+def read_scope(token, persona_name, project_slug):
+    """(persona id, project slug, memory) for a read: one query when the memory exists.
+
+    A memory with no lesson yet is returned unsaved (pk None): it compiles to "".
+    """
+    persona_id = persona_in_scope(token, persona_name)
+    _real_name(project_slug, "project")
+    memory = memory_lookup(persona_id, project_slug)
+    if memory is None:
+        project = project_in_scope(token, project_slug)
+        return persona_id, project.slug, Memory(persona_id=persona_id, project=project, version=0)
+    if token.project_id and memory.project_id != token.project_id:
+        raise OutOfScope(f"this token is limited to project {token.project_slug!r}")
+    return persona_id, project_slug, memory
+
+
+def readable_projects(token):
+    """The projects whose memory the token may read: its one project, or every project."""
+    projects = Project.objects.order_by("slug")
+    return projects.filter(pk=token.project_id) if token.project_id else projects
+
+
+def check_memory_scope(token, memory, what):
+    if memory.persona_id != token.persona_id:
+        raise OutOfScope(f"this {what} belongs to another persona's memory")
+    if token.project_id and memory.project_id != token.project_id:
+        raise OutOfScope(f"this token is limited to project {token.project_slug!r}")
 
 
 def _refs_prefetch():
@@ -42,6 +116,9 @@ def memory_lookup(persona_id, project_slug):
 
 def context_payload(memory):
     """The compiled memory with the ids of the lessons in it; cached per memory version."""
+    if memory.pk is None:
+        return {"version": 0, "text": "", "lessons": [], "cut_lesson_ids": [], "usage": CONTEXT_USAGE,
+                "text_with_ids": ""}
     key = f"nw:context-json:{memory.pk}:{memory.version}"
     payload = cache.get(key)
     if payload is not None:
@@ -73,19 +150,23 @@ def context_payload(memory):
     return payload
 
 
-def text_with_ids(lessons):
+def text_with_ids(lessons, usage=CONTEXT_USAGE):
     """The compiled lessons with their ids, under the usage instructions, for agents that recall."""
-    parts = [CONTEXT_USAGE.replace("\n", " "), ""]
+    parts = [usage.replace("\n", " "), ""]
     for tier, title in (("core", "## Core Lessons"), ("working", "## Working Memory")):
         rows = [l for l in lessons if l["tier"] == tier]
         if rows:
             parts.append(title)
-            for l in rows:
-                tag = f"[{l['category']}] " if l["category"] else ""
-                refs = f" (ref: {', '.join(l['refs'])})" if l["refs"] else ""
-                parts.append(f"- [{l['id']}] {tag}{l['text']}{refs}")
+            parts.extend(lesson_line(l) for l in rows)
             parts.append("")
     return "\n".join(parts).rstrip() + "\n"
+
+
+def lesson_line(lesson):
+    """`- [id] [CATEGORY] text (ref: a, b)` for a lesson dict whose refs are texts."""
+    tag = f"[{lesson['category']}] " if lesson["category"] else ""
+    refs = f" (ref: {', '.join(lesson['refs'])})" if lesson["refs"] else ""
+    return f"- [{lesson['id']}] {tag}{lesson['text']}{refs}"
 
 
 def source_entries(lesson):
@@ -96,7 +177,14 @@ def source_entries(lesson):
     return [e for e in lesson.interaction.transcript or [] if isinstance(e, dict) and str(e.get("id")) in wanted]
 
 
-def lesson_list(memory, *, path=None, category=None, tier=None, limit=50, offset=0):
+def lesson_list(memory, *, path=None, category=None, tier=None, words=None, limit=50, offset=0):
+    """(count, lessons) of the active lessons matching the filters; a memory not saved yet has none."""
+    if path is not None and (not path.strip() or ".." in path.split("/") or text_problem(path)):
+        raise ValidationError({"path": ["path must be a file or folder inside the project"]})
+    if words and text_problem(words):
+        raise ValidationError({"words": [f"words {text_problem(words)}"]})
+    if memory.pk is None:
+        return 0, []
     qs = Lesson.objects.filter(memory=memory).active()
     if path:
         qs = qs.touching_path(path)
@@ -104,9 +192,111 @@ def lesson_list(memory, *, path=None, category=None, tier=None, limit=50, offset
         qs = qs.filter(category=category)
     if tier:
         qs = qs.filter(tier=tier)
+    for word in (words or "").split():
+        qs = qs.filter(text__icontains=word)
     count = qs.count()
     items = list(qs.order_by("id").prefetch_related(_refs_prefetch())[offset: offset + limit])
     return count, items
+
+
+def lesson_page(memory, *, path=None, category=None, tier=None, words=None, limit=50, offset=0):
+    count, items = lesson_list(memory, path=path, category=category, tier=tier, words=words, limit=limit,
+                               offset=offset)
+    next_offset = offset + limit
+    return {
+        "count": count,
+        "limit": limit,
+        "offset": offset,
+        "next_offset": next_offset if next_offset < count else None,
+        "items": [lesson_out(lesson) for lesson in items],
+    }
+
+
+def lesson_out(lesson):
+    return {
+        "id": lesson.pk,
+        "tier": lesson.tier,
+        "category": lesson.category,
+        "text": lesson.text,
+        "relevance": lesson.relevance,
+        "protected": lesson.protected,
+        "status": lesson.status,
+        "vague": lesson.vague,
+        "lesson_date": lesson.lesson_date,
+        "refs": [
+            {"path": r.path, "start_line": r.start_line, "end_line": r.end_line, "text": r.as_text()}
+            for r in lesson.refs.all()
+        ],
+    }
+
+
+def recall_payload(token, lesson_id):
+    """One lesson in the token's scope with its provenance and history."""
+    lesson = lesson_for_recall(lesson_id) if 0 < lesson_id <= MAX_ID else None
+    if lesson is None:
+        raise NotFound(f"no lesson {lesson_id}")
+    check_memory_scope(token, lesson.memory, "lesson")
+    interaction = lesson.interaction
+    return {
+        **lesson_out(lesson),
+        "persona": lesson.memory.persona.name,
+        "project": lesson.memory.project.slug,
+        "source_entries": source_entries(lesson),
+        "interaction": None if interaction is None else {
+            "id": interaction.pk, "trigger_type": interaction.trigger_type, "outcome": interaction.outcome,
+            "summary": interaction.summary, "created_at": interaction.created_at,
+        },
+        "derived_from": [
+            {"id": d.pk, "tier": d.tier, "category": d.category, "text": d.text, "status": d.status}
+            for d in lesson.derived_from.all()
+        ],
+        "superseded_by": lesson.superseded_by_id,
+        "source_entry_ids": lesson.source_entry_ids,
+        "observed_at": lesson.observed_at,
+        "confirmations": [c.confirmed_on for c in lesson.confirmations.all()],
+        "history": [
+            {
+                "id": c.pk, "action": c.action, "at": c.created_at, "actor": c.batch.actor_display,
+                "batch_id": c.batch_id, "batch_kind": c.batch.kind, "reason": c.batch.reason,
+                "before": c.before, "after": c.after, "reverted": c.reverted_by_id is not None,
+            }
+            for c in lesson.changes.all()
+        ],
+    }
+
+
+def appended_out(memory, results):
+    """What an append answers: each lesson with created or confirmed, and the new memory version."""
+    return {
+        "lessons": [
+            {"id": lesson.pk, "status": status, "tier": lesson.tier, "category": lesson.category, "text": lesson.text}
+            for lesson, status in results
+        ],
+        "version": memory.version,
+    }
+
+
+def interaction_out(interaction, lesson_ids=()):
+    return {
+        "id": interaction.pk,
+        "status": interaction.status,
+        "error": interaction.error,
+        "lesson_ids": list(lesson_ids),
+        "created_at": interaction.created_at,
+        "reflected_at": interaction.reflected_at,
+    }
+
+
+def interaction_status(token, interaction_id):
+    if not 0 < interaction_id <= MAX_ID:
+        raise NotFound(f"no interaction {interaction_id}")
+    interaction = (
+        Interaction.objects.select_related("memory").prefetch_related("lessons").filter(pk=interaction_id).first()
+    )
+    if interaction is None:
+        raise NotFound(f"no interaction {interaction_id}")
+    check_memory_scope(token, interaction.memory, "interaction")
+    return interaction_out(interaction, [lesson.pk for lesson in interaction.lessons.all()])
 
 
 def lesson_for_recall(lesson_id):

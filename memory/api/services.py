@@ -16,6 +16,7 @@ from django.db import transaction
 
 from memory import services
 from memory.models import ChangeBatch, Lesson, LessonStatus, Memory, Relevance, Tier, content_hash
+from memory.reflection.services import interaction_create
 from memory.signals import working_lessons_added
 
 TOOL_CATEGORIES = {
@@ -107,3 +108,30 @@ def agent_lessons_append(*, memory, token, items):
             lambda: working_lessons_added.send(sender=Lesson, memory_id=memory_id, lesson_ids=list(created_ids))
         )
     return memory, results
+
+
+@transaction.atomic
+def agent_lessons_write(*, token, persona, project, items):
+    """Append an agent's lessons to its memory in the project, creating the memory on first write.
+
+    The memory is created in the same transaction, so a call refused for one bad lesson leaves
+    nothing behind. Returns (memory, [(lesson, "created" | "confirmed")]).
+    """
+    memory = services.memory_get_or_create(persona=persona, project=project)
+    return agent_lessons_append(memory=memory, token=token, items=items)
+
+
+def agent_interaction_submit(*, token, persona, project, trigger_type, outcome, summary, files_changed, transcript):
+    """Store what an agent did and queue its reflection; returns the interaction, refreshed.
+
+    In-process tasks (no broker) have already reflected when this returns, so the status and
+    lessons are current either way.
+    """
+    with transaction.atomic():
+        memory = services.memory_get_or_create(persona=persona, project=project)
+        interaction = interaction_create(
+            memory=memory, trigger_type=trigger_type, outcome=outcome, summary=summary,
+            files_changed=files_changed, transcript=transcript, agent_token=token,
+        )
+    interaction.refresh_from_db(fields=["status", "error", "reflected_at"])
+    return interaction

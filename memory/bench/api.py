@@ -154,19 +154,24 @@ def _load_process(env, port, targets, token, requests, threads, seconds):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def seeded_environment(tmp, lessons):
+    """(env, info) of a fresh SQLite database in `tmp` holding the bench memory; info has the token."""
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CACHE_URL", "CELERY_BROKER_URL")},
+        "DJANGO_SETTINGS_MODULE": "nightwatch.settings",
+        "SQLITE_PATH": str(Path(tmp) / "bench.sqlite3"),
+        "DEBUG": "0",
+        "SECRET_KEY": secrets.token_urlsafe(40),
+        "LOG_LEVEL": "warning",
+    }
+    seeded = subprocess.run([sys.executable, "-m", "memory.bench.api", "--seed", str(lessons)], cwd=ROOT,
+                            env=env, capture_output=True, text=True, check=True)
+    return env, json.loads(seeded.stdout.strip().splitlines()[-1])
+
+
 def measure(*, lessons=10_000, requests=2000, threads=8, seconds=60.0):
     with tempfile.TemporaryDirectory(prefix="nw-bench-") as tmp:
-        env = {
-            **{k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CACHE_URL", "CELERY_BROKER_URL")},
-            "DJANGO_SETTINGS_MODULE": "nightwatch.settings",
-            "SQLITE_PATH": str(Path(tmp) / "bench.sqlite3"),
-            "DEBUG": "0",
-            "SECRET_KEY": secrets.token_urlsafe(40),
-            "LOG_LEVEL": "warning",
-        }
-        seeded = subprocess.run([sys.executable, "-m", "memory.bench.api", "--seed", str(lessons)], cwd=ROOT,
-                                env=env, capture_output=True, text=True, check=True)
-        info = json.loads(seeded.stdout.strip().splitlines()[-1])
+        env, info = seeded_environment(tmp, lessons)
         token = info["token"]
         port = _free_port()
         server = subprocess.Popen(

@@ -66,11 +66,11 @@ class InputLesson:
 
 
 def input_lessons(lessons):
-    """InputLesson for each lesson (refs must be prefetched)."""
+    """InputLesson for each lesson (refs must be prefetched, or read into `ref_list`)."""
     result = []
     for lesson in lessons:
         reason = "protected" if lesson.protected else ("critical" if lesson.relevance == "critical" else "")
-        refs = tuple(r.as_text() for r in lesson.refs.all())
+        refs = tuple(r.as_text() for r in (lesson.ref_list if hasattr(lesson, "ref_list") else lesson.refs.all()))
         result.append(InputLesson(lesson.pk, lesson.category, lesson.text, refs, reason))
     return result
 

@@ -31,6 +31,13 @@ class CompactionProposal(models.Model):
     validation_errors = models.JSONField(default=list, blank=True)
     raw_output = models.TextField(blank=True, help_text="What the model returned, verbatim (LLM engines only).")
     input_lesson_ids = models.JSONField(default=list, help_text="The active working lessons the proposal covers.")
+    # lesson id -> fingerprint of the lesson as it was read. The proposal goes stale only when one of
+    # these changes; lessons appended later lie outside it. Empty on proposals made before fingerprints.
+    input_fingerprints = models.JSONField(default=dict, blank=True)
+    recomputed_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="recomputations",
+        help_text="The stale proposal this one was recomputed from.",
+    )
     target_lines = models.PositiveIntegerField()
     before_text = models.TextField(help_text="working.md as it was when the proposal was computed.")
 

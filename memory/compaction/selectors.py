@@ -22,8 +22,79 @@ from memory.models import (
     Tier,
 )
 from memory.refs import parse_ref
+from memory.selectors import active_lessons, with_refs
 
 KEPT = "kept"
+
+
+@dataclass
+class WorkingBudget:
+    """Working memory's size against its limits (lines and characters of working.md)."""
+
+    lessons: int
+    chars: int
+    max_lines: int
+    char_budget: int
+
+    @property
+    def over_lines(self):
+        return self.lessons > self.max_lines
+
+    @property
+    def over_chars(self):
+        return self.chars > self.char_budget
+
+    @property
+    def over(self):
+        return self.over_lines or self.over_chars
+
+
+def working_budget(memory, lessons=None):
+    """WorkingBudget of `memory` now (or of `lessons`, active working lessons with refs prefetched)."""
+    lessons = active_lessons(memory, Tier.WORKING) if lessons is None else lessons
+    return WorkingBudget(lessons=len(lessons), chars=len(render_working(with_refs(lessons))),
+                         max_lines=memory.max_working_lines, char_budget=memory.working_char_budget)
+
+
+def over_budget_after_apply(proposal):
+    """What to tell the approver when working memory is still over a limit once `proposal` is applied ('' if not).
+
+    The lessons appended while the proposal waited are kept as they are, so they can put working
+    memory over again; the figures say by how much.
+    """
+    budget = working_budget(proposal.memory)
+    if not budget.over:
+        return ""
+    appended = (
+        Lesson.objects.filter(memory_id=proposal.memory_id, tier=Tier.WORKING, status=LessonStatus.ACTIVE)
+        .exclude(pk__in=proposal.input_lesson_ids)
+        .exclude(changes__batch_id=proposal.apply_batch_id)
+        .count()
+    )
+    parts = []
+    if budget.over_chars:
+        parts.append(f"working.md is {budget.chars} characters for a budget of {budget.char_budget} "
+                     f"({budget.chars - budget.char_budget} over)")
+    if budget.over_lines:
+        parts.append(f"{budget.lessons} working lessons for a limit of {budget.max_lines}")
+    text = "Working memory is still over budget after this compaction: " + " and ".join(parts) + "."
+    if appended:
+        text += f" It includes {_lessons(appended)} appended since the proposal, kept as written."
+    return text + " Propose a new compaction when you are ready."
+
+
+def _lessons(n):
+    return f"{n} lesson" if n == 1 else f"{n} lessons"
+
+
+def appended_since(proposal):
+    """Active working lessons the proposal does not cover (appended, or restored, since): kept as they are."""
+    return list(
+        Lesson.objects.filter(memory_id=proposal.memory_id, tier=Tier.WORKING, status=LessonStatus.ACTIVE)
+        .exclude(pk__in=proposal.input_lesson_ids)
+        .prefetch_related(Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"), to_attr="ref_list"))
+        .order_by("id")
+    )
 
 
 @dataclass
@@ -57,6 +128,7 @@ class ProposalReview:
     diff: list = field(default_factory=list)
     diff_html: str = ""
     kind_counts: dict = field(default_factory=dict)
+    inputs_by_id: dict = field(default_factory=dict)
 
     @property
     def chars_before(self):
@@ -95,8 +167,10 @@ def proposed_working_text(lines, inputs_by_id):
     """working.md as it will read once the proposal is applied (input lessons carry `ref_list`).
 
     Mirrors compaction_apply: kept lessons stay where they are; every other line becomes a new
-    lesson, appended after them in proposal order, dated like its newest source, in one new section.
+    lesson after them in proposal order, dated like its newest source, in the last section of the
+    lessons it compacts (so before anything appended since).
     """
+    section = max((l.section for l in inputs_by_id.values()), default=0)
     kept_ids = {line.source_ids[0] for line in lines if line.kind == KEPT and line.source_ids[0] in inputs_by_id}
     items = [(inputs_by_id[i], inputs_by_id[i].ref_list) for i in sorted(kept_ids)]
     for line in lines:
@@ -105,7 +179,7 @@ def proposed_working_text(lines, inputs_by_id):
         dates = [inputs_by_id[i].lesson_date for i in line.source_ids if i in inputs_by_id]
         pseudo = SimpleNamespace(
             unparsed=False, tier=Tier.WORKING, category=line.category, text=line.text,
-            lesson_date=max(dates) if dates else date.today(), section=-1,
+            lesson_date=max(dates) if dates else date.today(), section=section,
         )
         items.append((pseudo, _refs_of(line)))
     return render_working(items)
@@ -180,6 +254,7 @@ def proposal_review(proposal):
         diff=diff,
         diff_html=unified_diff_html(diff),
         kind_counts=Counter(l.kind for l in lines),
+        inputs_by_id=inputs_by_id,
     )
 
 

@@ -1,13 +1,19 @@
-"""Writes of the compaction feature: propose, edit a line, reject, apply, revert.
+"""Writes of the compaction feature: propose, edit a line, reject, apply, revert, recompute.
 
 Lesson rows change only in `compaction_apply` (and in revert, through `batch_revert`), with history
-recorded per lesson in one ChangeBatch so the whole compaction reverts as one unit.
+recorded per lesson in one ChangeBatch so the whole compaction reverts as one unit. Every compaction
+proposal, the observation pipeline's pruning included, is stored by `compaction_store_draft`.
+
+A proposal covers the working lessons it read; it is stale only when one of those changed (see
+`memory.compaction.staleness`). Lessons appended while it waits stay as they are on apply, after the
+compacted lines in working.md, so the file keeps its date order.
 """
 
 import logging
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Prefetch
 from django.utils import timezone
 
 from memory import services
@@ -22,6 +28,8 @@ from memory.compaction.draft import (
 )
 from memory.compaction.llm import compact_with_model
 from memory.compaction.offline import compact_offline
+from memory.compaction.selectors import working_budget
+from memory.compaction.staleness import covered_changes, fingerprints, stale_reason
 from memory.engines.base import EngineError
 from memory.engines.registry import engine_config, get_engine
 from memory.formats.lines import render_working
@@ -30,28 +38,27 @@ from memory.models import (
     ChangeBatch,
     CompactionProposal,
     Lesson,
+    LessonConfirmation,
+    LessonRef,
     LessonStatus,
     Memory,
     ProposalDrop,
     ProposalLine,
     Relevance,
     Tier,
+    content_hash,
 )
 from memory.selectors import active_lessons, with_refs
 from memory.textcheck import check_text
 
 log = logging.getLogger(__name__)
 
-STALE_MESSAGE = "memory changed since this proposal — regenerate"
-
-
 class CompactionError(Exception):
     """A compaction action that cannot go ahead; the message is for the person who asked."""
 
 
 class StaleProposal(CompactionError):
-    def __init__(self):
-        super().__init__(STALE_MESSAGE)
+    """A lesson the proposal covers changed since it was computed; the message says which, how and by whom."""
 
 
 def working_lessons(memory):
@@ -60,12 +67,11 @@ def working_lessons(memory):
 
 def compaction_needed(memory, lessons=None):
     """Why working memory needs compacting ('' when it does not): over its line limit or its char budget."""
-    lessons = working_lessons(memory) if lessons is None else lessons
-    if len(lessons) > memory.max_working_lines:
-        return f"{len(lessons)} working lessons, over the limit of {memory.max_working_lines}"
-    chars = len(render_working(with_refs(lessons)))
-    if chars > memory.working_char_budget:
-        return f"working.md is {chars} characters, over the budget of {memory.working_char_budget}"
+    budget = working_budget(memory, lessons)
+    if budget.over_lines:
+        return f"{budget.lessons} working lessons, over the limit of {budget.max_lines}"
+    if budget.over_chars:
+        return f"working.md is {budget.chars} characters, over the budget of {budget.char_budget}"
     return ""
 
 
@@ -87,11 +93,13 @@ def _compute_draft(memory, lessons, engine):
     return draft, engine.provider, completion.model
 
 
-def compaction_propose(*, memory, actor, trigger=CompactionProposal.Trigger.MANUAL, trigger_detail="", engine=None):
+def compaction_propose(*, memory, actor, trigger=CompactionProposal.Trigger.MANUAL, trigger_detail="", engine=None,
+                       recomputed_from=None):
     """Compute, validate and store a proposal for `memory`. Memory itself is not touched.
 
-    The model call happens outside any transaction; the version read first is the one the proposal
-    claims, so a write during the call makes the proposal stale rather than wrong.
+    The model call happens outside any transaction; the lessons read first are the ones the proposal
+    covers (with their fingerprints), so an edit of one during the call makes the proposal stale
+    rather than wrong, and a lesson appended during the call lies outside it.
     """
     memory = Memory.objects.select_related("persona", "project").get(pk=memory.pk)
     if CompactionProposal.objects.filter(memory=memory, status=CompactionProposal.Status.PENDING).exists():
@@ -101,23 +109,41 @@ def compaction_propose(*, memory, actor, trigger=CompactionProposal.Trigger.MANU
     if not lessons:
         raise CompactionError("Working memory is empty; there is nothing to compact.")
     draft, engine_name, model_name = _compute_draft(memory, lessons, engine)
-    errors = validate(draft, input_lessons(lessons), memory.compaction_target_lines)
+    return compaction_store_draft(
+        memory=memory, lessons=lessons, draft=draft, base_version=base_version, actor=actor, engine=engine_name,
+        model_name=model_name, trigger=trigger, trigger_detail=trigger_detail,
+        target_lines=max(memory.compaction_target_lines, sum(1 for l in lessons if l.is_must_keep)),
+        recomputed_from=recomputed_from,
+    )
+
+
+def compaction_store_draft(*, memory, lessons, draft, base_version, actor, engine, model_name="",
+                           trigger=CompactionProposal.Trigger.MANUAL, trigger_detail="", target_lines,
+                           recomputed_from=None):
+    """Validate `draft` against the working lessons it covers and store it as a proposal (pending or invalid).
+
+    The one way a compaction proposal is written, whoever computed the draft (the compactor here,
+    the observation pipeline's pruner). `lessons` are the covered lessons as read, refs prefetched.
+    """
+    errors = validate(draft, input_lessons(lessons), target_lines)
     try:
         with transaction.atomic():
             proposal = CompactionProposal.objects.create(
                 memory=memory,
                 base_version=base_version,
-                engine=engine_name,
-                model_name=model_name or "",
+                engine=str(engine or "")[:20],
+                model_name=str(model_name or "")[:100],
                 status=CompactionProposal.Status.INVALID if errors else CompactionProposal.Status.PENDING,
                 trigger=trigger,
                 trigger_detail=trigger_detail[:300],
                 validation_errors=errors,
                 raw_output=draft.raw_output,
                 input_lesson_ids=[l.pk for l in lessons],
-                target_lines=max(memory.compaction_target_lines, sum(1 for l in lessons if l.is_must_keep)),
+                input_fingerprints=fingerprints(lessons),
+                target_lines=target_lines,
                 before_text=render_working(with_refs(lessons)),
                 created_by=actor.user,
+                recomputed_from=recomputed_from,
             )
             _store_draft(proposal, draft)
     except IntegrityError:
@@ -156,12 +182,13 @@ def compaction_check(*, memory_id):
         return None
 
 
-def _draft_from_rows(proposal):
+def _draft_from_rows(proposal, lines=None, drops=None):
+    lines = proposal.lines.order_by("position") if lines is None else lines
+    drops = proposal.drops.all() if drops is None else drops
     return Draft(
         lines=[DraftLine(category=l.category, text=l.text, refs=list(l.refs), source_ids=list(l.source_ids),
-                         edited=l.edited, origin=f"Line {l.position}")
-               for l in proposal.lines.order_by("position")],
-        drops=[DraftDrop(lesson_id=d.lesson_id, reason=d.reason) for d in proposal.drops.filter(listed=True)],
+                         edited=l.edited, origin=f"Line {l.position}") for l in lines],
+        drops=[DraftDrop(lesson_id=d.lesson_id, reason=d.reason) for d in drops if d.listed],
     )
 
 
@@ -221,76 +248,145 @@ def compaction_reject(*, proposal, actor, reason):
 def compaction_apply(*, proposal, actor):
     """Apply a pending, valid proposal in one transaction. Returns the ChangeBatch.
 
-    Raises StaleProposal (and marks the proposal stale) when the memory changed since the
-    proposal was computed; raises CompactionError when the proposal is not applicable.
+    Only the covered lessons are rewritten; lessons appended since the proposal are not touched.
+    Raises StaleProposal (and marks the proposal stale, saying why) when a covered lesson changed;
+    raises CompactionError when the proposal is not applicable.
     """
     with transaction.atomic():
         proposal = _lock_pending(proposal)
+        # Covered lessons first, then the memory: the order every lesson write takes (lock the lesson,
+        # then bump the memory), so an edit racing the apply waits instead of deadlocking. The memory
+        # lock waits out appends and confirmations in flight (they hold it for their whole transaction).
+        # NO KEY: a confirmation row inserted by such an append only key-shares its lesson.
+        lessons = {
+            l.pk: l for l in Lesson.objects.select_for_update(no_key=True)
+            .filter(pk__in=proposal.input_lesson_ids).order_by("id")
+            # to_attr: plain lists; a related manager per lesson costs more than the query.
+            .prefetch_related(Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"),
+                                       to_attr="ref_list"))
+        }
         memory = Memory.objects.select_for_update().get(pk=proposal.memory_id)
-        stale = memory.version != proposal.base_version
-        if stale:
+        changes = covered_changes(proposal, memory, lessons)
+        if changes:
             proposal.status = CompactionProposal.Status.STALE
-            proposal.reason = STALE_MESSAGE
+            proposal.reason = stale_reason(changes)
             proposal.decided_at = timezone.now()
-            proposal.save()
+            proposal.save(update_fields=["status", "reason", "decided_at"])
         else:
-            batch = _apply_locked(proposal, memory, actor)
-    if stale:
-        raise StaleProposal()
+            batch = _apply_locked(proposal, memory, lessons, actor)
+    if changes:
+        raise StaleProposal(f"{proposal.reason} Recompute the proposal from the memory as it is now.")
     return batch
 
 
-def _apply_locked(proposal, memory, actor):
-    lessons = {l.pk: l for l in Lesson.objects.select_for_update().filter(pk__in=proposal.input_lesson_ids)
-               .prefetch_related("refs")}
-    current_ids = set(Lesson.objects.filter(memory=memory, tier=Tier.WORKING, status=LessonStatus.ACTIVE)
-                      .values_list("pk", flat=True))
-    if current_ids != set(proposal.input_lesson_ids):
-        # The version check should have caught this; never compact a working memory the proposal did not see.
-        raise CompactionError(STALE_MESSAGE)
-    draft = _draft_from_rows(proposal)
+def _apply_locked(proposal, memory, lessons, actor):
+    rows = list(proposal.lines.order_by("position"))
+    drops = list(proposal.drops.all())
+    draft = _draft_from_rows(proposal, rows, drops)
     errors = validate(draft, input_lessons([lessons[i] for i in sorted(lessons)]), proposal.target_lines)
     if errors:
         raise CompactionError("This proposal does not pass validation: " + " ".join(errors))
 
-    rows = list(proposal.lines.order_by("position"))
+    now = timezone.now()
     batch = services.batch_create(
         memory=memory, kind=ChangeBatch.Kind.COMPACTION, actor=actor,
         label=f"Compaction proposal #{proposal.pk}: {len(lessons)} → {len(rows)} lessons",
         reason=f"Applied compaction proposal #{proposal.pk} ({proposal.engine}).",
     )
-    section = services.next_section(memory)
-    replaced_by = {}
+    # Working memory is read in id order; the new lines sort by section, right after the lessons the
+    # proposal keeps and before any lesson appended since (those took later sections).
+    section = max(l.section for l in lessons.values())
+    created = []  # (new lesson, its refs, its sources), in proposal order
     for row in rows:
         if row.kind == KEPT:
             continue
         sources = [lessons[i] for i in dict.fromkeys(row.source_ids)]
-        new = services.lesson_create(
-            memory=memory, tier=Tier.WORKING, category=row.category, text=row.text, refs=row.refs,
+        text = row.text.strip()
+        new = Lesson(
+            memory=memory, tier=Tier.WORKING, category=row.category, text=text, content_hash=content_hash(text),
             relevance=Relevance.highest(s.relevance for s in sources),
-            protected=any(s.protected for s in sources),
-            lesson_date=max(s.lesson_date for s in sources), section=section, batch=batch,
-            derived_from=sources, actor=actor, bump=False,
+            protected=any(s.protected for s in sources), lesson_date=max(s.lesson_date for s in sources),
+            section=section, created_at=now,
         )
+        refs = [LessonRef(path=r.path, start_line=r.start_line, end_line=r.end_line, position=i)
+                for i, r in enumerate(services.clean_refs(row.refs))]
+        created.append((new, refs, sources))
+    # Set-based writes: a 150-lesson apply is a handful of statements, not a few per lesson.
+    Lesson.objects.bulk_create([new for new, _, _ in created])
+    for new, refs, _ in created:
+        for ref in refs:
+            ref.lesson = new
+    LessonRef.objects.bulk_create([ref for _, refs, _ in created for ref in refs])
+    Lesson.derived_from.through.objects.bulk_create([
+        Lesson.derived_from.through(from_lesson_id=new.pk, to_lesson_id=source.pk)
+        for new, _, sources in created for source in sources
+    ])
+    history = [
+        Change(batch=batch, memory_id=memory.pk, lesson=new, action=Change.Action.CREATE, before=None,
+               after=services.lesson_snapshot(new, refs), created_at=now)
+        for new, refs, _ in created
+    ]
+
+    replaced_by = {}
+    for new, _, sources in created:
         for source in sources:
             replaced_by.setdefault(source.pk, new)
-    # Lessons leave working memory through the history services (never a hard delete), in the one batch.
-    for lesson_id, new in replaced_by.items():
-        services.lesson_supersede(lesson=lessons[lesson_id], superseded_by=new, actor=actor, batch=batch,
-                                  bump=False)
-    for drop in proposal.drops.all():
-        services.lesson_delete(lesson=lessons[drop.lesson_id], actor=actor, batch=batch, reason=drop.reason,
-                               bump=False)
+    # Lessons leave working memory as history records them (never a hard delete), in the one batch.
+    retired = []
+    for lesson_id, status, successor in (
+        [(i, LessonStatus.SUPERSEDED, new) for i, new in replaced_by.items()]
+        + [(d.lesson_id, LessonStatus.DELETED, None) for d in drops]
+    ):
+        lesson = lessons[lesson_id]
+        before = services.lesson_snapshot(lesson, lesson.ref_list)
+        lesson.status, lesson.superseded_by, lesson.updated_at = status, successor, now
+        action = Change.Action.SUPERSEDE if successor else Change.Action.DELETE
+        history.append(Change(batch=batch, memory_id=memory.pk, lesson=lesson, action=action, before=before,
+                              after={**before, "status": status}, created_at=now))
+        retired.append(lesson)
+    # One UPDATE per successor: bulk_update's CASE over every row costs more than the writes themselves.
+    by_successor = {}
+    for lesson in retired:
+        by_successor.setdefault(lesson.superseded_by, []).append(lesson.pk)
+    for successor, ids in by_successor.items():
+        status = LessonStatus.SUPERSEDED if successor else LessonStatus.DELETED
+        Lesson.objects.filter(pk__in=ids).update(status=status, superseded_by=successor, updated_at=now)
+    Change.objects.bulk_create(history)
+    # A confirmation (the same text seen again) counts for the lesson that now holds that text.
+    LessonConfirmation.objects.bulk_create([
+        LessonConfirmation(lesson=replaced_by[c.lesson_id], confirmed_on=c.confirmed_on,
+                           interaction_id=c.interaction_id, created_at=c.created_at)
+        for c in LessonConfirmation.objects.filter(lesson_id__in=replaced_by).order_by("id")
+    ])
 
-    memory.last_compacted_at = timezone.now()
+    memory.last_compacted_at = now
     memory.save(update_fields=["last_compacted_at"])
     services.memory_bump_version(memory)
     proposal.status = CompactionProposal.Status.APPLIED
     proposal.decided_by = actor.user
-    proposal.decided_at = timezone.now()
+    proposal.decided_at = now
     proposal.apply_batch = batch
-    proposal.save()
+    proposal.save(update_fields=["status", "decided_by", "decided_at", "apply_batch"])
     return batch
+
+
+@transaction.atomic
+def compaction_mark_stale(*, proposal):
+    """Retire a proposal before recomputing it: refused unless something it covers really changed."""
+    proposal = CompactionProposal.objects.select_for_update().get(pk=proposal.pk)
+    if proposal.status == CompactionProposal.Status.STALE:
+        return proposal
+    if proposal.status != CompactionProposal.Status.PENDING:
+        raise CompactionError(f"This proposal is {proposal.get_status_display().lower()}; only a stale proposal "
+                              "is recomputed.")
+    changes = covered_changes(proposal, Memory.objects.get(pk=proposal.memory_id))
+    if not changes:
+        raise CompactionError("Nothing this proposal covers has changed; it can still be applied as it is.")
+    proposal.status = CompactionProposal.Status.STALE
+    proposal.reason = stale_reason(changes)
+    proposal.decided_at = timezone.now()
+    proposal.save(update_fields=["status", "reason", "decided_at"])
+    return proposal
 
 
 @transaction.atomic

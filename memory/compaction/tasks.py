@@ -18,15 +18,19 @@ def compaction_check_task(memory_id):
 
 
 @shared_task(name="memory.compaction.propose")
-def compaction_propose_task(memory_id, user_id):
+def compaction_propose_task(memory_id, user_id, recomputed_from_id=None):
     from django.contrib.auth import get_user_model
 
     from memory.compaction.services import CompactionError, compaction_propose
-    from memory.models import Memory
+    from memory.models import CompactionProposal, Memory
 
     user = get_user_model().objects.get(pk=user_id)
+    old = CompactionProposal.objects.filter(pk=recomputed_from_id).first() if recomputed_from_id else None
     try:
-        return compaction_propose(memory=Memory.objects.get(pk=memory_id), actor=memory_services.Actor.for_user(user)).pk
+        return compaction_propose(
+            memory=Memory.objects.get(pk=memory_id), actor=memory_services.Actor.for_user(user), recomputed_from=old,
+            trigger_detail=f"Recomputed from proposal #{old.pk}, which went stale" if old else "",
+        ).pk
     except CompactionError:
         return None
 

@@ -15,9 +15,11 @@ from memory.compaction.services import (
     CompactionError,
     compaction_apply,
     compaction_line_update,
+    compaction_mark_stale,
     compaction_reject,
     compaction_revert,
 )
+from memory.compaction.staleness import covered_changes
 from memory.compaction.tasks import compaction_propose_task
 from memory.models import ALL_CATEGORIES, CompactionProposal, Memory, ProposalLine
 from memory.roles import APPROVE, approver_required, viewer_required
@@ -50,9 +52,16 @@ def _review_context(request, pk, **extra):
         proposal = selectors.proposal_for_review(pk)
     except CompactionProposal.DoesNotExist:
         raise Http404("No such compaction proposal") from None
+    pending = proposal.status == CompactionProposal.Status.PENDING
+    review = selectors.proposal_review(proposal)
     return {
-        "review": selectors.proposal_review(proposal),
+        "review": review,
         "proposal": proposal,
+        # While it waits: what agents appended meanwhile (kept as is) and what would make it stale.
+        "appended": selectors.appended_since(proposal) if pending else [],
+        "stale_changes": covered_changes(proposal, proposal.memory, review.inputs_by_id) if pending else [],
+        "recomputations": (list(proposal.recomputations.order_by("id"))
+                           if proposal.status == CompactionProposal.Status.STALE else []),
         "can_approve": request.user.has_perm(APPROVE),
         "categories": ALL_CATEGORIES,
         **extra,
@@ -98,7 +107,35 @@ def compaction_apply_view(request, pk):
     return decide(
         request, lambda: compaction_apply(proposal=proposal, actor=Actor.for_user(request.user)),
         refused=CompactionError, prefix="Not applied: ", then=_detail_url(pk),
-        done=lambda batch: f"Compaction applied as {batch}. It can be reverted from this page.")
+        done=lambda batch: _applied(request, pk, batch))
+
+
+def _applied(request, pk, batch):
+    """The success message, after a warning with the figures when working memory is still over budget."""
+    over = selectors.over_budget_after_apply(CompactionProposal.objects.select_related("memory").get(pk=pk))
+    if over:
+        messages.warning(request, over)
+    return f"Compaction applied as {batch}. It can be reverted from this page."
+
+
+@require_POST
+@approver_required
+def compaction_recompute_view(request, pk):
+    """One click on a stale proposal: retire it and compute a new one from the memory as it is now."""
+    proposal = get_object_or_404(CompactionProposal, pk=pk)
+    try:
+        compaction_mark_stale(proposal=proposal)
+    except CompactionError as exc:
+        messages.error(request, f"Not recomputed: {exc}")
+        return _redirect(request, _detail_url(pk))
+    user_id = request.user.pk
+    transaction.on_commit(lambda: compaction_propose_task.delay(proposal.memory_id, user_id, recomputed_from_id=pk))
+    new = proposal.recomputations.order_by("-id").first()  # already there when tasks run in-process
+    if new is not None:
+        messages.success(request, f"Recomputed as proposal #{new.pk} from the memory as it is now.")
+        return _redirect(request, _detail_url(new.pk))
+    messages.success(request, "Recomputing: the new proposal is linked from this page when it is ready.")
+    return _redirect(request, _detail_url(pk))
 
 
 @require_POST

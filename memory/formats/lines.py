@@ -65,5 +65,16 @@ def render_section(day, items):
     return header + "\n" + "".join(lesson_line(lesson, refs) + "\n" for lesson, refs in items) + "\n"
 
 
+def working_order(lessons_with_refs):
+    """Lessons (given in id order) in working.md order: by section, then as given.
+
+    Sections grow as lessons are appended, so this is append order, except for a compaction's new
+    lines: they take the section of the lessons they replace and so come before the lessons appended
+    while the proposal waited for review, which keeps working.md in date order.
+    """
+    return sorted(lessons_with_refs, key=lambda item: item[0].section)
+
+
 def render_working(lessons_with_refs):
-    return "".join(render_section(day, items) for day, items in working_sections(lessons_with_refs))
+    sections = working_sections(working_order(lessons_with_refs))
+    return "".join(render_section(day, items) for day, items in sections)

@@ -13,10 +13,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory import services
-from memory.compaction.draft import KEPT, Draft, DraftDrop, DraftLine, input_lessons, validate
+from memory.compaction.draft import KEPT, Draft, DraftDrop, DraftLine
+from memory.compaction.services import CompactionError, compaction_store_draft
 from memory.models import (
-    Category, CompactionProposal, Lesson, LessonStatus, Memory, PromotionCandidate, ProposalDrop, ProposalLine,
-    Relevance, Tier, content_hash,
+    Category, CompactionProposal, Lesson, LessonStatus, Memory, PromotionCandidate, Relevance, Tier, content_hash,
 )
 from memory.pipeline import offline, prompts
 from memory.pipeline.coverage import coverage_counts, coverage_tag
@@ -24,7 +24,6 @@ from memory.pipeline.transcripts import render_chunk, transcript_entries
 from memory.pipeline.tools import (
     DROP_OBSERVATIONS, RECORD_OBSERVATIONS, RECORD_REFLECTIONS, ObserverTool, PrunerTool, ReflectorTool,
 )
-from memory.selectors import with_refs
 
 REFLECTOR_MAX_PASSES = 2
 PRUNER_MAX_PASSES = 2
@@ -275,14 +274,16 @@ def prune(ctx):
         if len(tool.dropped) == dropped_before:
             break
     if tool.dropped:
-        proposal = _store_drop_proposal(ctx, working, tool.dropped, drop_pass, coverage, base_version)
+        try:
+            proposal = _store_drop_proposal(ctx, working, tool.dropped, drop_pass, coverage, base_version)
+        except CompactionError as exc:
+            ctx.progress.save(error=f"Pruning not proposed: {exc}")
+            return
         ctx.progress.save(proposal_id=proposal.pk)
 
 
-@transaction.atomic
 def _store_drop_proposal(ctx, working, dropped, drop_pass, coverage, base_version):
-    from memory.formats.lines import render_working
-
+    """The drops as a compaction proposal (every other lesson kept as it is), reviewed on the usual diff page."""
     dropped_set = set(dropped)
     by_id = {l.pk: l for l in working}
     draft = Draft(
@@ -291,23 +292,10 @@ def _store_drop_proposal(ctx, working, dropped, drop_pass, coverage, base_versio
         drops=[DraftDrop(i, PRUNE_REASON.format(pass_no=drop_pass.get(i, 1), relevance=by_id[i].relevance,
                                                 coverage=coverage_tag(coverage.get(i, 0)))) for i in dropped],
     )
-    target = len(draft.lines)
-    errors = validate(draft, input_lessons(working), target)
-    proposal = CompactionProposal.objects.create(
-        memory=ctx.memory, base_version=base_version, engine=str(getattr(ctx.engine, "provider", ""))[:20],
-        model_name=str(getattr(ctx.engine, "model", "") or "")[:100],
-        status=CompactionProposal.Status.INVALID if errors else CompactionProposal.Status.PENDING,
-        trigger=CompactionProposal.Trigger.PRUNING,
-        trigger_detail=f"Pipeline run #{ctx.run.pk}: working memory over its token budget"[:300],
-        validation_errors=errors, input_lesson_ids=[l.pk for l in working], target_lines=target,
-        before_text=render_working(with_refs(working)),
+    return compaction_store_draft(
+        memory=ctx.memory, lessons=working, draft=draft, base_version=base_version,
+        actor=services.Actor.system("observation pipeline"), engine=getattr(ctx.engine, "provider", ""),
+        model_name=getattr(ctx.engine, "model", "") or "", trigger=CompactionProposal.Trigger.PRUNING,
+        trigger_detail=f"Pipeline run #{ctx.run.pk}: working memory over its token budget",
+        target_lines=len(draft.lines),
     )
-    ProposalLine.objects.bulk_create(
-        ProposalLine(proposal=proposal, position=i, category=l.category[:20], text=l.text, refs=l.refs,
-                     source_ids=l.source_ids, kind=l.kind or KEPT) for i, l in enumerate(draft.lines, start=1)
-    )
-    ProposalDrop.objects.bulk_create(
-        ProposalDrop(proposal=proposal, lesson_id=d.lesson_id, reason=d.reason[:500], had_refs=d.had_refs,
-                     listed=d.listed) for d in draft.drops
-    )
-    return proposal

@@ -1,7 +1,7 @@
 import pytest
 
 from memory.tokens import agent_token_create
-from tests.factories import MemoryFactory, PersonaFactory, ProjectFactory
+from tests.factories import MemoryFactory
 
 
 class AgentClient:
@@ -38,16 +38,6 @@ def agent(make_agent, persona):
 @pytest.fixture
 def agent_token(make_agent, persona):
     return make_agent(persona)
-
-
-@pytest.fixture
-def other_persona(db):
-    return PersonaFactory(name="Maya", role="Security Reviewer")
-
-
-@pytest.fixture
-def other_project(db):
-    return ProjectFactory(slug="other-app", name="Other app")
 
 
 @pytest.fixture

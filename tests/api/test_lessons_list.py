@@ -1,4 +1,4 @@
-"""GET /api/v1/memory/{persona}/{project}/lessons?path=&category=&tier="""
+"""GET /api/v1/memory/{persona}/{project}/lessons?path=&category=&tier=&words="""
 
 import pytest
 
@@ -30,6 +30,15 @@ def test_folder_prefix_and_file(agent, persona, project, lessons):
     assert ids(agent.get(url, {"path": "src/auth/login.py"})) == [lessons["login"].pk]
     assert ids(agent.get(url, {"path": "src/auth"})) == [lessons["login"].pk, lessons["tokens"].pk]
     assert ids(agent.get(url)) == [lesson.pk for lesson in lessons.values()]
+
+
+def test_words_must_all_appear_in_any_case(agent, persona, project, lessons):
+    url = memory_url(persona, project, "lessons")
+    assert ids(agent.get(url, {"words": "token DAILY"})) == [lessons["tokens"].pk]
+    assert ids(agent.get(url, {"words": "is", "path": "src/"})) == [lessons["tokens"].pk, lessons["authz"].pk]
+    assert ids(agent.get(url, {"words": "token weekly"})) == []
+    response = agent.get(url, {"words": "x" * 201})
+    assert response.status_code == 422 and "words" in response.json()["fields"]
 
 
 def test_category_and_tier_filters(agent, persona, project, lessons):

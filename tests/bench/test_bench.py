@@ -64,3 +64,13 @@ def test_a_name_cannot_be_registered_twice(registry):
     benchmark("dup")(lambda bench: None)
     with pytest.raises(ValueError, match="registered twice"):
         benchmark("dup")(lambda bench: None)
+
+
+def test_compaction_benchmark_times_apply_with_and_without_appended_lessons(registry):
+    out = _run("--only", "compaction")
+    for label in ("apply, full history, 0 lessons appended since the proposal",
+                  "apply, full history, 100 lessons appended since the proposal"):
+        assert label in out
+    from memory.models import Lesson
+
+    assert not Lesson.objects.exists()  # everything it wrote was rolled back

@@ -123,3 +123,62 @@ def test_apply_then_revert_from_the_memory_history(page, login, make_user, scree
     assert page.locator("#proposal-status").inner_text() == "Reverted"
     assert page.get_by_role("button", name="Revert this compaction").count() == 0
     assert page.locator("#history-link").count() == 1
+
+
+def test_lessons_appended_through_the_api_survive_apply_and_revert(page, login, make_user, screenshot):
+    from memory.models import ChangeBatch
+    from memory.tokens import agent_token_create
+
+    make_user("lead", role="approver")
+    memory = _memory_with_duplicates()
+    proposal = compaction_propose(memory=memory, actor=services.Actor.job("compaction check"))
+    assert proposal.status == "pending", proposal.validation_errors
+    covered_before = {(l.pk, l.text, l.status) for l in Lesson.objects.filter(pk__in=proposal.input_lesson_ids)}
+
+    # Two agents' lessons arrive over HTTP while the proposal waits for review.
+    _, raw = agent_token_create(persona=memory.persona)
+    url = f"/api/v1/memory/{memory.persona.name}/{memory.project.slug}/lessons"
+    texts = ["Upload retries back off 1s, 2s, 4s before failing", "The scheduler spec passes once it awaits the job"]
+    response = page.request.post(url, headers={"Authorization": f"Bearer {raw}"}, data={"lessons": [
+        {"tool": "log_learning", "text": texts[0], "refs": ["src/upload/retry.ts#L40-L48"]},
+        {"tool": "log_error", "text": texts[1], "error": "Timeout after 100ms"},
+    ]})
+    assert response.status == 201, response.text()
+    appended = list(Lesson.objects.filter(memory=memory).exclude(pk__in=proposal.input_lesson_ids).order_by("id"))
+    assert [l.text for l in appended][0] == texts[0] and len(appended) == 2
+
+    def state(lessons):
+        return [(l.pk, l.text, l.category, l.status, l.lesson_date, [r.as_text() for r in l.refs.all()])
+                for l in Lesson.objects.filter(pk__in=[x.pk for x in lessons]).order_by("id")]
+
+    appended_state = state(appended)
+    assert {s[3] for s in appended_state} == {"active"}
+
+    login("lead")
+    page.goto(f"/compactions/{proposal.pk}/")
+    block = page.locator("#appended")
+    assert "2 lessons appended since this proposal; they are kept as they are" in block.inner_text()
+    assert texts[0] in block.inner_text() and page.locator("#stale-warning").count() == 0
+    screenshot("appended")
+
+    page.get_by_role("button", name="Approve and apply").click()
+    page.wait_for_selector("text=Compaction applied")
+    assert page.locator("#proposal-status").inner_text() == "Applied"
+    assert state(appended) == appended_state
+    screenshot("applied")
+
+    page.locator("#history-link").click()
+    batch_id = CompactionProposal.objects.get(pk=proposal.pk).apply_batch_id
+    page.wait_for_url(f"**/memories/{memory.pk}/history/#batch-{batch_id}")
+    compaction_batches = page.locator("[id^=batch-]", has_text="Compaction proposal")
+    assert compaction_batches.count() == 1
+    assert ChangeBatch.objects.filter(memory=memory, kind="compaction").count() == 1
+
+    page.goto(f"/compactions/{proposal.pk}/")
+    page.get_by_role("button", name="Revert this compaction").click()
+    page.wait_for_selector("text=Compaction reverted")
+    assert page.locator("#proposal-status").inner_text() == "Reverted"
+    restored = {(l.pk, l.text, l.status) for l in Lesson.objects.filter(pk__in=proposal.input_lesson_ids)}
+    assert restored == covered_before
+    assert state(appended) == appended_state
+    screenshot("reverted")

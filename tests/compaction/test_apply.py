@@ -7,7 +7,6 @@ from django.db import IntegrityError, transaction
 from memory import services
 from memory.compaction.selectors import proposal_for_review, proposal_review
 from memory.compaction.services import (
-    STALE_MESSAGE,
     CompactionError,
     StaleProposal,
     compaction_apply,
@@ -18,7 +17,6 @@ from memory.compaction.services import (
 )
 from memory.models import ChangeBatch, CompactionProposal, Lesson, LessonStatus, Memory
 from tests.compaction.helpers import ScriptedEngine, memory_state, working_set
-from tests.factories import make_lesson
 
 pytestmark = pytest.mark.django_db
 
@@ -97,14 +95,16 @@ def test_revert_from_the_history_batch_marks_the_proposal(memory, lessons, propo
     assert proposal.status == CompactionProposal.Status.REVERTED
 
 
-def test_stale_proposal_is_refused_and_marked(memory, lessons, proposal, actor):
-    make_lesson(memory, "A lesson written after the proposal", refs="src/new.py#L1")
+def test_stale_proposal_is_refused_and_marked(memory, lessons, proposal, actor, curator):
+    editor = services.Actor.for_user(curator)
+    services.lesson_update(lesson=lessons["f"], actor=editor, text="Reports endpoint runs two queries per row")
     before = memory_state(memory)
-    with pytest.raises(StaleProposal, match="memory changed since this proposal — regenerate"):
+    with pytest.raises(StaleProposal, match=f"Lesson #{lessons['f'].pk} was edited"):
         compaction_apply(proposal=proposal, actor=actor)
     assert memory_state(memory) == before
     proposal.refresh_from_db()
-    assert proposal.status == CompactionProposal.Status.STALE and proposal.reason == STALE_MESSAGE
+    assert proposal.status == CompactionProposal.Status.STALE
+    assert f"Lesson #{lessons['f'].pk} was edited" in proposal.reason and "by curator" in proposal.reason
     # a stale proposal no longer blocks a new one
     assert compaction_propose(memory=memory, actor=actor).status in ("pending", "invalid")
 

@@ -3,6 +3,7 @@
 import pytest
 from django.urls import reverse
 
+from memory import services
 from memory.compaction.services import compaction_propose
 from memory.models import CompactionProposal, Lesson
 from tests.compaction.helpers import ScriptedEngine, memory_state
@@ -24,13 +25,24 @@ def test_apply_through_the_page(client_for, approver, proposal, memory):
     assert Lesson.objects.filter(memory=memory, status="active", tier="working").count() == 4
 
 
-def test_apply_of_a_stale_proposal_says_regenerate(client_for, approver, proposal, memory):
-    make_lesson(memory, "Written after the proposal about src/late.py")
+def test_apply_of_a_stale_proposal_says_which_lesson_changed(client_for, approver, curator, proposal, memory,
+                                                              lessons):
+    services.lesson_set_protected(lesson=lessons["c"], protected=True, actor=services.Actor.for_user(curator))
     before = memory_state(memory)
     response = client_for(approver).post(reverse("compaction-apply", args=[proposal.pk]), follow=True)
-    assert "memory changed since this proposal — regenerate" in response.content.decode()
+    page = response.content.decode()
+    assert f"Not applied: Lesson #{lessons['c'].pk} was protected by curator" in page
+    assert 'id="recompute-button"' in page
     assert memory_state(memory) == before
     assert CompactionProposal.objects.get(pk=proposal.pk).status == "stale"
+
+
+def test_apply_with_lessons_appended_since_keeps_them(client_for, approver, proposal, memory):
+    late = make_lesson(memory, "Written after the proposal about src/late.py", refs="src/late.py#L3")
+    response = client_for(approver).post(reverse("compaction-apply", args=[proposal.pk]), follow=True)
+    assert "Compaction applied" in response.content.decode()
+    assert CompactionProposal.objects.get(pk=proposal.pk).status == "applied"
+    assert Lesson.objects.get(pk=late.pk).status == "active"
 
 
 def test_reject_through_the_page(client_for, approver, proposal):
@@ -72,3 +84,20 @@ def test_applied_batch_links_to_the_memory_history_and_reverts_from_there(client
     assert after["working"] == before["working"] and after["core"] == before["core"]
     page = client.get(reverse("compaction-detail", args=[proposal.pk])).content.decode()
     assert f'href="{link}"' in page and "Revert this compaction" not in page
+
+
+def test_apply_says_when_the_kept_lessons_leave_working_memory_over_budget(client_for, approver, proposal, memory):
+    for i in range(3):
+        make_lesson(memory, f"Appended while the proposal waited: upload retry note {i} in src/upload/r_{i}.py")
+    memory.working_char_budget = 300
+    memory.save()
+    response = client_for(approver).post(reverse("compaction-apply", args=[proposal.pk]), follow=True)
+    html = response.content.decode()
+    assert "Compaction applied" in html
+    assert "Working memory is still over budget after this compaction: working.md is " in html
+    assert "characters for a budget of 300" in html and "It includes 3 lessons appended since the proposal" in html
+
+
+def test_apply_within_budget_says_nothing_about_the_budget(client_for, approver, proposal):
+    html = client_for(approver).post(reverse("compaction-apply", args=[proposal.pk]), follow=True).content.decode()
+    assert "Compaction applied" in html and "still over budget" not in html

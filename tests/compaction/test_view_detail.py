@@ -5,6 +5,7 @@ from datetime import date, timedelta
 import pytest
 from django.urls import reverse
 
+from memory import services
 from memory.compaction.services import StaleProposal, compaction_apply, compaction_propose
 from memory.models import CompactionProposal
 from tests.compaction.helpers import ScriptedEngine, memory_state
@@ -88,24 +89,40 @@ def test_review_page_query_count_does_not_grow_with_memory(client_for, approver,
     assert large.status == small.status == "pending"
     assert len(large.input_lesson_ids) == 150 and large.lines.count() == 60
     # session, user, user's groups' permissions, user's own permissions, proposal (+memory, persona,
-    # project, users, batch), its lines, its drops, the input lessons, their refs, pending promotions (nav badge)
-    _review_queries(client, django_assert_num_queries, small.pk, 10)
-    response = _review_queries(client, django_assert_num_queries, large.pk, 10)
+    # project, users, batch), its lines, its drops, the input lessons, their refs, lessons appended since,
+    # confirmations of its dropped lessons since, pending promotions (nav badge)
+    _review_queries(client, django_assert_num_queries, small.pk, 12)
+    response = _review_queries(client, django_assert_num_queries, large.pk, 12)
     assert response.content.count(b'class="badge badge-') >= 60
 
 
-def test_pending_proposal_warns_when_memory_changed_and_stale_offers_regenerate(client_for, approver, proposal,
-                                                                                memory, actor):
+def test_appended_lessons_are_listed_and_do_not_make_the_proposal_stale(client_for, approver, proposal, memory):
     client = client_for(approver)
-    assert b"stale-warning" not in client.get(reverse("compaction-detail", args=[proposal.pk])).content
-    make_lesson(memory, "Written after the proposal about src/late.py")
+    late = [make_lesson(memory, f"Written after the proposal about src/late_{i}.py", refs=f"src/late_{i}.py#L{i + 1}")
+            for i in range(2)]
+    services.lesson_create(memory=memory, tier="core", category="PATTERN", text="A new core rule about src/core.py",
+                           actor=services.Actor.system())
     html = client.get(reverse("compaction-detail", args=[proposal.pk])).content.decode()
-    assert "Working memory changed since this proposal was computed" in html
+    assert "2 lessons appended since this proposal; they are kept as they are" in html
+    for lesson in late:
+        assert f"#{lesson.pk} · " in html and lesson.text in html
+    assert "stale-warning" not in html and "recompute-button" not in html
+
+
+def test_an_edited_covered_lesson_is_shown_with_how_and_by_whom(client_for, approver, curator, proposal, memory,
+                                                                lessons, actor):
+    client = client_for(approver)
+    services.lesson_update(lesson=lessons["f"], text="Reports endpoint runs two queries per row",
+                           actor=services.Actor.for_user(curator))
+    html = client.get(reverse("compaction-detail", args=[proposal.pk])).content.decode()
+    assert "Stale: a lesson this proposal covers changed since it was computed" in html
+    assert (f"Lesson #{lessons['f'].pk} was edited: “Reports endpoint runs one query per row” → "
+            "“Reports endpoint runs two queries per row” by curator") in html
+    assert 'id="recompute-button"' in html and 'id="apply-button"' not in html
     with pytest.raises(StaleProposal):
         compaction_apply(proposal=proposal, actor=actor)
     html = client.get(reverse("compaction-detail", args=[proposal.pk])).content.decode()
-    assert "memory changed since this proposal — regenerate" in html
-    assert "Propose a new compaction for this memory" in html
+    assert "Stale since" in html and "was edited" in html and 'id="recompute-button"' in html
 
 
 def test_hidden_characters_show_as_markers_with_a_warning(client_for, approver, memory, actor):

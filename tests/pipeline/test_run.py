@@ -83,9 +83,15 @@ def test_scripted_run_from_transcript_to_candidates_and_drop_proposal(memory, sc
     assert proposal.lines.count() == 2
     assert Lesson.objects.get(text="User said never push directly to main.").status == "active"
 
+    # Stored through the compaction service like any proposal: it covers what it read, fingerprinted,
+    # so a lesson appended while it waits for review neither stales it nor is dropped by it.
+    assert set(proposal.input_fingerprints) == {str(i) for i in proposal.input_lesson_ids}
+    late = services.lesson_create(memory=memory, text="Appended after the pruning about src/late.py",
+                                  category="OBSERVATION", actor=services.Actor.system())
     compaction_apply(proposal=proposal, actor=services.Actor.for_user(approver))
     old.refresh_from_db()
     assert old.status == "deleted"
+    assert Lesson.objects.get(pk=late.pk).status == "active"
 
 
 def test_run_with_no_new_content_records_nothing(memory, scripted_engine):

@@ -5,12 +5,12 @@ from datetime import date
 
 import pytest
 from django.contrib.auth.models import Group
-from django.db import connection, connections
+from django.db import connections
 
 from memory import services
 from memory.models import Lesson, PromotionCandidate
 from memory.promotions.services import AlreadyDecided, promotion_approve, promotion_detect
-from tests.conftest import requires_services
+from tests.conftest import race_needs_postgres
 from tests.factories import make_lesson
 from tests.promotions.conftest import THEME
 
@@ -18,12 +18,7 @@ from tests.promotions.conftest import THEME
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_two_approvers_at_once_make_exactly_one_core_lesson(memory, django_user_model):
-    if connection.vendor != "postgresql":
-        # SQLite serialises every writer, so two threads would not race at all: the test would prove
-        # nothing. It runs wherever DATABASE_URL points at PostgreSQL (CI sets NW_REQUIRE_SERVICES=1).
-        if requires_services():
-            pytest.fail("NW_REQUIRE_SERVICES=1 but the database is not PostgreSQL")
-        pytest.skip("needs PostgreSQL row locks; set DATABASE_URL=postgres://…")
+    race_needs_postgres()
 
     for i, (text, ref) in enumerate(THEME):
         make_lesson(memory, text, refs=ref, day=date(2026, 1, 1 + i))
