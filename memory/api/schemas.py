@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Union
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from ninja import Field, Schema
-from pydantic import AfterValidator, field_validator
+from pydantic import AfterValidator, TypeAdapter, field_validator
 
 from memory.refs import MAX_REF_PATH, parse_ref
 from memory.textcheck import (
@@ -239,12 +239,18 @@ class DailyLog(_LessonBase):
     category: Literal["OBSERVATION"] | None = None
 
 
-LessonIn = Annotated[Union[SaveFact, LogLearning, LogError, DailyLog], Field(discriminator="tool")]
+LessonItem = Annotated[Union[SaveFact, LogLearning, LogError, DailyLog], Field(discriminator="tool")]
 TOOLS = ("save_fact", "log_learning", "log_error", "daily_log")
+_LESSON_ITEM = TypeAdapter(LessonItem)
+
+
+def LessonIn(**fields):  # noqa: N802 (builds the model of the tool's shape, as a class would)
+    """One tool call as its own shape (SaveFact, LogError…); pydantic's ValidationError when it is not one."""
+    return _LESSON_ITEM.validate_python(fields)
 
 
 class LessonsIn(Schema):
-    lessons: list[LessonIn] = Field(min_length=1, max_length=20)
+    lessons: list[LessonItem] = Field(min_length=1, max_length=20)
 
 
 class AppendedLesson(Schema):

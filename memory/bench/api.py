@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from memory.bench import benchmark
-from memory.bench.serving import wait_until_serving
+from memory.bench.serving import wait_until_serving as _wait_until_serving  # also used by memory.bench.mcp
 
 ROOT = Path(__file__).resolve().parents[2]
 PERSONA = "Bench Lead"
@@ -180,7 +180,7 @@ def measure(*, lessons=10_000, requests=2000, threads=8, seconds=60.0):
             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
         try:
-            wait_until_serving(port, server)
+            _wait_until_serving(port, server)
             context = f"/api/v1/memory/{PERSONA.replace(' ', '%20')}/{PROJECT}/context"
             # Warm both workers' caches (each process compiles the memory once per version).
             _load_process(env, port, [["context", context, True]], token, 40, 4, seconds)
