@@ -38,8 +38,12 @@ def run(*, seconds, seed, max_examples, workers=1, fixed_names=True):
         # The seeded persona and project in every URL, so generated bodies reach the writes
         # (--random-names fuzzes the names in the URL instead).
         config = Path(tmp) / "schemathesis.toml"
-        config.write_text(f'[parameters]\n"path.persona" = "{PERSONA}"\n"path.project" = "{PROJECT}"\n'
-                          if fixed_names else "")
+        # A request the web server refuses as too long (414) or too large (413) is refused too.
+        rejected = '["400", "401", "403", "404", "405", "406", "409", "413", "414", "415", "422", "428", "429"]'
+        config.write_text(
+            (f'[parameters]\n"path.persona" = "{PERSONA}"\n"path.project" = "{PROJECT}"\n' if fixed_names else "")
+            + f"[checks.negative_data_rejection]\nexpected-statuses = {rejected}\n"
+        )
         with gunicorn(env, workers=2, threads=4) as port:
             base = f"http://127.0.0.1:{port}/api/v1"
             command = [
