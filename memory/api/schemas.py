@@ -37,9 +37,10 @@ ERROR_JOINER = " — error: "
 MAX_OFFSET = 1_000_000_000
 
 # A code reference as the API takes it: a path of segments (none of them "..") and optional lines
-# 1–9,999,999, e.g. src/app.py#L10-L20. A range given backwards is read as the same lines.
-_PATH_CHAR = "[^\\s#()`/\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029]"
-_FIRST_CHAR = "[^\\s#()`/.\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029]"
+# 1–9,999,999, e.g. src/app.py#L10-L20 (no comma: stored refs are a comma-separated list). A range given
+# backwards is read as the same lines.
+_PATH_CHAR = "[^\\s#(),`/\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029]"
+_FIRST_CHAR = "[^\\s#(),`/.\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029]"
 _SEGMENT = f"(?:{_FIRST_CHAR}{_PATH_CHAR}*|\\.(?:{_FIRST_CHAR}{_PATH_CHAR}*)?|\\.\\.{_PATH_CHAR}+)"
 _LINE = "[1-9][0-9]{0,6}"
 _PATH = f"/?{_SEGMENT}(?:/{_SEGMENT})*/?"
