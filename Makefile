@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run serve test install migrate demo worker beat bench clean
+.PHONY: run serve test install migrate demo worker beat bench load fuzz deploy-check clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,23 @@ bench: install
 	if [ -n "$$DATABASE_URL" ]; then echo "bench: database from DATABASE_URL"; \
 	else echo "bench: throwaway SQLite database $$db"; fi; \
 	$(PY) manage.py migrate --noinput -v 0 && $(PY) manage.py eval_promotions && $(PY) manage.py bench $(BENCH_ARGS)
+
+# 20 agents × 50 appends to one memory through gunicorn, on a scratch SQLite file and, when
+# DATABASE_URL names PostgreSQL, there too (a scratch database). Also part of `make bench`.
+load: install
+	$(PY) -m memory.bench.load
+
+# schemathesis against a live server (scratch SQLite, a seeded token), bounded by FUZZ_SECONDS.
+FUZZ_SECONDS ?= 300
+fuzz: install
+	$(PY) -m memory.api.fuzz --seconds $(FUZZ_SECONDS)
+
+# Django's deployment checklist with the production settings the README documents.
+deploy-check: install
+	DEBUG=0 SECRET_KEY="$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))')" \
+	ALLOWED_HOSTS=memory.example.com SECURE_SSL_REDIRECT=1 SECURE_HSTS_SECONDS=31536000 \
+	SECURE_HSTS_INCLUDE_SUBDOMAINS=1 SECURE_HSTS_PRELOAD=1 SECURE_PROXY_SSL_HEADER=X-Forwarded-Proto=https \
+	$(PY) manage.py check --deploy --fail-level WARNING
 
 clean:
 	rm -rf $(VENV) db.sqlite3 staticfiles test-artifacts

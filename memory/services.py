@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from datetime import date
 
 import django.dispatch
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import F
@@ -28,8 +29,10 @@ from memory.models import (
 )
 from memory.refs import Ref, parse_ref_list
 from memory.refs.services import refs_link_anchors
+from memory.textcheck import check_text, text_problem
 
-MAX_LESSON_CHARS = 2000
+# The cap on one lesson's text (LESSON_MAX_CHARS), as read at start; checks read the setting itself.
+MAX_LESSON_CHARS = settings.LESSON_MAX_CHARS
 
 # Sent after a batch has been reverted, so features that own state outside lessons
 # (promotion candidates, compaction proposals, refinement runs) can follow.
@@ -131,21 +134,24 @@ def validate_lesson_fields(*, tier, category, text, relevance):
     allowed = CORE_CATEGORIES if tier == Tier.CORE else ALL_CATEGORIES
     if category not in allowed:
         errors["category"] = f"category for {tier} lessons must be one of {', '.join(allowed)}, not {category!r}"
+    problem = text_problem(text.strip() if isinstance(text, str) else text, max_chars=settings.LESSON_MAX_CHARS)
     if not text or not text.strip():
         errors["text"] = "lesson text must not be empty"
-    elif len(text) > MAX_LESSON_CHARS:
-        errors["text"] = f"lesson text must be at most {MAX_LESSON_CHARS} characters (got {len(text)})"
-    elif "\n" in text.strip():
-        errors["text"] = "lesson text must be a single line"
+    elif problem:
+        errors["text"] = f"lesson text {problem}"
     if relevance not in Relevance.values:
         errors["relevance"] = f"relevance must be one of {', '.join(Relevance.values)}, not {relevance!r}"
     if errors:
         raise ValidationError(errors)
 
 
+REASON_MAX_CHARS = 4000
+
+
 # --- batches and versions --------------------------------------------------------------------
 
 def batch_create(*, memory, kind, actor, label="", reason=""):
+    reason = check_text(reason or "", field="reason", multiline=True, max_chars=REASON_MAX_CHARS)
     return ChangeBatch.objects.create(
         memory=memory,
         kind=kind,
@@ -379,6 +385,34 @@ class RevertError(Exception):
     """A revert that would corrupt memory; the message says why, for the person who asked."""
 
 
+# Batches only an approver can make; undoing one (or redoing it by reverting its revert) is the
+# same decision, so it needs the same role.
+APPROVER_BATCH_KINDS = (ChangeBatch.Kind.PROMOTION, ChangeBatch.Kind.COMPACTION, ChangeBatch.Kind.REFINEMENT,
+                        ChangeBatch.Kind.PIPELINE)
+
+
+def batch_decided_by_approver(batch, _depth=0):
+    """True when the batch is an approver's kind, or a revert (of a revert…) of one."""
+    if batch.kind in APPROVER_BATCH_KINDS:
+        return True
+    if batch.kind != ChangeBatch.Kind.REVERT or _depth > 20:
+        return False
+    originals = ChangeBatch.objects.filter(changes__reverted_by__batch=batch).distinct()
+    return any(batch_decided_by_approver(original, _depth + 1) for original in originals)
+
+
+def _require_role_to_revert(batch, actor):
+    from memory.roles import APPROVE
+
+    if actor.type == ActorType.USER and batch_decided_by_approver(batch) and not (
+        actor.user is not None and actor.user.has_perm(APPROVE)
+    ):
+        raise PermissionDenied(
+            f"Reverting {batch.get_kind_display().lower()} #{batch.pk} needs the approver role: "
+            "an approver's decision is undone by an approver."
+        )
+
+
 def _check_revertible(lesson, expected_after):
     current = lesson_snapshot(lesson)
     if current != expected_after:
@@ -476,6 +510,7 @@ def change_revert(*, change, actor, reason=""):
     if change.reverted_by_id:
         raise RevertError("This change was already reverted.")
     batch = ChangeBatch.objects.select_for_update().select_related("memory").get(pk=change.batch_id)
+    _require_role_to_revert(batch, actor)
     change.batch = batch
     tied = dependent_changes(change)
     label = f"Revert of change #{change.pk} ({change.get_action_display().lower()})"
@@ -505,6 +540,7 @@ def batch_revert(*, batch, actor, reason=""):
     a lesson was changed again since (the later change must go first).
     """
     batch = ChangeBatch.objects.select_for_update().select_related("memory").get(pk=batch.pk)
+    _require_role_to_revert(batch, actor)
     if batch.reverted_by_id:
         raise RevertError("This batch was already reverted.")
     changes = list(batch.changes.filter(reverted_by__isnull=True).order_by("id"))

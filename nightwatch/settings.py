@@ -6,6 +6,8 @@ message naming the variable, instead of failing later in some request.
 """
 
 import os
+import warnings
+from datetime import timedelta
 from pathlib import Path
 
 from celery.schedules import crontab
@@ -82,6 +84,12 @@ if not DEBUG and SECRET_KEY == DEV_SECRET_KEY:
         "SECRET_KEY must be set to a private value when DEBUG is off; "
         "the development key is public."
     )
+# The same bar as Django's deploy check: a short or repetitive key can be guessed.
+if not DEBUG and (len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5 or SECRET_KEY.startswith("django-insecure-")):
+    raise ImproperlyConfigured(
+        "SECRET_KEY must be at least 50 characters with at least 5 different ones when DEBUG is off; "
+        "generate one with: python -c 'import secrets; print(secrets.token_urlsafe(50))'"
+    )
 if not SECRET_KEY:
     raise ImproperlyConfigured("SECRET_KEY must not be empty")
 
@@ -98,12 +106,15 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "ninja",  # serves the API docs page's scripts locally instead of from a CDN
+    "axes",  # login throttling: lockouts per user and address, listed in the admin
     "personas",
     "memory",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Serves /static/ from the app itself, so DEBUG=0 under gunicorn needs no separate file server.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -112,6 +123,15 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "nightwatch.middleware.HtmxLoginRedirectMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes requires: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
+]
+
+AUTHENTICATION_BACKENDS = [
+    # First, so a locked-out user+address is refused before the password is even checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "nightwatch.urls"
@@ -148,7 +168,14 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": env_str("SQLITE_PATH", str(BASE_DIR / "db.sqlite3")),
-            "OPTIONS": {"timeout": 20},
+            # Agents write concurrently: a write transaction takes the lock at BEGIN and waits for it
+            # (busy timeout) instead of failing with "database is locked" when it upgrades a read
+            # lock; WAL lets readers go on while one writer works.
+            "OPTIONS": {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": env_int("SQLITE_BUSY_TIMEOUT", 30, minimum=1),
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
             # Reusing the connection spares every request SQLite's open and schema read.
             "CONN_MAX_AGE": env_int("DB_CONN_MAX_AGE", 60),
         }
@@ -168,6 +195,11 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# WhiteNoise serves the files straight from the app's folders, so no collectstatic step is needed
+# (run it anyway when a proxy or CDN should serve STATIC_ROOT).
+WHITENOISE_USE_FINDERS = True
+# ... so an uncollected STATIC_ROOT is normal, not worth WhiteNoise's start-up warning.
+warnings.filterwarnings("ignore", message="No directory at: ", category=UserWarning)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -231,6 +263,8 @@ MEMORY_COMPACTION_TARGET_LINES = env_int("MEMORY_COMPACTION_TARGET_LINES", 60, m
 MEMORY_CORE_CHAR_BUDGET = env_int("MEMORY_CORE_CHAR_BUDGET", 4000, minimum=1)
 MEMORY_WORKING_CHAR_BUDGET = env_int("MEMORY_WORKING_CHAR_BUDGET", 8000, minimum=1)
 MEMORY_PROMOTION_THRESHOLD = env_int("MEMORY_PROMOTION_THRESHOLD", 3, minimum=2)
+# The longest lesson text accepted on any path (API, forms, admin, import, jobs).
+LESSON_MAX_CHARS = env_int("LESSON_MAX_CHARS", 2000, minimum=200)
 
 # LLM engines. Keys come from the environment only; they are never stored in the database.
 LLM_DEFAULT_PROVIDER = env_choice("LLM_DEFAULT_PROVIDER", "offline", ("offline", "anthropic", "openai"))
@@ -260,8 +294,51 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_choice("LOG_LEVEL", "info", ("debug", "info", "warning", "error")).upper()},
+    # django-axes logs every successful login at info; lockouts and failures come at warning.
+    "loggers": {"axes": {"level": "WARNING"}},
 }
 
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
     CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
+
+# HTTPS behind a proxy: all off by default (local use), set in production (see the README).
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+_proxy_ssl_header = env_str("SECURE_PROXY_SSL_HEADER", "").strip()
+if _proxy_ssl_header:
+    _header, _, _value = _proxy_ssl_header.partition("=")
+    if not _header.strip() or not _value.strip():
+        raise ImproperlyConfigured(
+            f"SECURE_PROXY_SSL_HEADER must look like X-Forwarded-Proto=https, got {_proxy_ssl_header!r}"
+        )
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _header.strip().upper().replace("-", "_"), _value.strip())
+
+# Content-Security-Policy (django-csp 4): scripts only from this site, never inline; inline
+# style attributes stay allowed for the width of meters and bars, which carry no script.
+from csp.constants import NONE, SELF  # noqa: E402
+
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, "'unsafe-inline'"],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
+
+# Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one user name from
+# one address, that pair is locked out for AXES_COOLOFF_MINUTES; `manage.py axes_reset` unlocks.
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 30, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False

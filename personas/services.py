@@ -4,6 +4,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from memory.textcheck import name_problem
 from personas.models import Persona, PersonaAlias
 from personas.schema import validate_structured
 
@@ -13,6 +14,8 @@ def check_persona_name(name, *, exclude_pk=None):
     name = (name or "").strip()
     if not name:
         raise ValidationError("A persona needs a name.")
+    if problem := name_problem(name, what="persona name"):
+        raise ValidationError(problem[0].upper() + problem[1:] + ".")
     clash = Persona.objects.filter(name__iexact=name)
     if exclude_pk is not None:
         clash = clash.exclude(pk=exclude_pk)

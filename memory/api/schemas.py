@@ -1,41 +1,119 @@
-"""Request and response shapes of the agent API (they are the OpenAPI schema too)."""
+"""Request and response shapes of the agent API (they are the OpenAPI schema too).
 
+Every constraint a request must meet is written in the schema (lengths, patterns, the fields each
+tool takes), and the validators below check exactly that, so a request the schema allows is
+accepted and one it refuses gets a 422 naming the field.
+"""
+
+import re
 from datetime import date, datetime
-from typing import Literal
+from typing import Annotated, Literal, Union
 
+from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
 from ninja import Field, Schema
-from pydantic import field_validator
+from pydantic import AfterValidator, Discriminator, Tag, TypeAdapter, field_validator
 
-from memory.refs import parse_ref
+from memory.refs import MAX_REF_PATH, parse_ref
+from memory.textcheck import (
+    MAX_ID,
+    MULTI_LINE_PATTERN,
+    NON_BLANK_LINE_PATTERN,
+    NON_BLANK_TEXT_PATTERN,
+    SINGLE_LINE_PATTERN,
+    text_problem,
+)
 
 TIER = Literal["core", "working"]
 CATEGORY = Literal["PATTERN", "DECISION", "ARCHITECTURE", "OBSERVATION", "HYPOTHESIS", "TODO"]
-TOOL = Literal["save_fact", "log_learning", "log_error", "daily_log"]
 AGENT_RELEVANCE = Literal["low", "medium", "high"]
 
 MAX_SUMMARY_CHARS = 20_000
 MAX_FILES = 200
 MAX_TRANSCRIPT_ENTRIES = 500
+MAX_ERROR_CHARS = 500
+ERROR_JOINER = " — error: "
+# Ids are PostgreSQL bigints (MAX_ID); offsets past any real memory only give an empty page.
+MAX_OFFSET = 1_000_000_000
+
+# A code reference as the API takes it: a path of segments (none of them "..") and optional lines
+# 1–9,999,999, e.g. src/app.py#L10-L20 (no comma: stored refs are a comma-separated list). A range given
+# backwards is read as the same lines.
+_PATH_CHAR = "[^\\s#(),`/\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029]"
+_FIRST_CHAR = "[^\\s#(),`/.\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029]"
+_SEGMENT = f"(?:{_FIRST_CHAR}{_PATH_CHAR}*|\\.(?:{_FIRST_CHAR}{_PATH_CHAR}*)?|\\.\\.{_PATH_CHAR}+)"
+_LINE = "[1-9][0-9]{0,6}"
+_PATH = f"/?{_SEGMENT}(?:/{_SEGMENT})*/?"
+PATH_PATTERN = f"^{_PATH}$"
+REF_PATTERN = f"^{_PATH}(?:#L{_LINE}(?:-L?{_LINE})?)?$"
+_REF_RE = re.compile(REF_PATTERN)
+_PATH_RE = re.compile(PATH_PATTERN)
+REF_DESCRIPTION = "A file or folder, optionally with lines: src/app.py#L10-L20 (lines 1–9,999,999; no '..')."
+
+_PATTERNS = {
+    SINGLE_LINE_PATTERN: dict(multiline=False, blank_ok=True),
+    NON_BLANK_LINE_PATTERN: dict(multiline=False, blank_ok=False),
+    MULTI_LINE_PATTERN: dict(multiline=True, blank_ok=True),
+    NON_BLANK_TEXT_PATTERN: dict(multiline=True, blank_ok=False),
+}
 MAX_WORDS_CHARS = 200
 
 
-def _check_refs(values):
-    from django.core.exceptions import ValidationError
+def check(value, pattern):
+    """The validator side of a text pattern: the same rule, with a readable message."""
+    rule = _PATTERNS[pattern]
+    problem = text_problem(value, multiline=rule["multiline"])
+    if problem:
+        raise ValueError(problem)
+    if not rule["blank_ok"] and not value.strip():
+        raise ValueError("must not be blank")
+    return value
 
-    cleaned = []
-    for value in values:
-        try:
-            cleaned.append(parse_ref(value).as_text())
-        except ValidationError as exc:
-            raise ValueError(" ".join(exc.messages)) from None
-    return cleaned
+
+def check_ref(value):
+    if len(value) > MAX_REF_PATH or not _REF_RE.fullmatch(value):
+        problem = text_problem(value)
+        raise ValueError(f"{value[:100]!r} {problem}" if problem else
+                         f"{value[:100]!r} is not a code reference like src/app.py#L10-L20 (no '..', no spaces)")
+    try:
+        return parse_ref(value, backwards_ok=True).as_text()
+    except DjangoValidationError as exc:
+        raise ValueError(" ".join(exc.messages)) from None
+
+
+def check_path(value):
+    if len(value) > MAX_REF_PATH or not _PATH_RE.fullmatch(value):
+        raise ValueError("must be a file or folder inside the project, like src/auth/ (no '..', no spaces)")
+    return value
+
+
+def Text(pattern, *, max_length, min_length=None, description=None, strip=False):  # noqa: N802 (a type)
+    """A string whose schema carries the text rule and whose validator checks exactly that rule."""
+    def valid(value):
+        value = check(value, pattern)
+        return value.strip() if strip else value
+
+    return Annotated[str, Field(min_length=min_length, max_length=max_length, description=description,
+                                json_schema_extra={"pattern": pattern}), AfterValidator(valid)]
+
+
+Ref = Annotated[str, Field(min_length=1, max_length=MAX_REF_PATH, description=REF_DESCRIPTION,
+                           json_schema_extra={"pattern": REF_PATTERN}), AfterValidator(check_ref)]
 
 
 def field_errors(errors):
     """{"lessons.0.text": ["..."]} from pydantic's error list, without the request-part prefixes."""
     fields = {}
     for err in errors:
-        loc = [str(part) for part in err.get("loc", ()) if part not in ("body", "query", "path", "payload", "filters")]
+        loc = list(err.get("loc", ()))
+        if loc and loc[0] in ("body", "query", "path"):  # where the value was sent, not its name
+            loc = loc[1:]
+        if loc and loc[0] in ("payload", "filters"):
+            loc = loc[1:]
+        # A lesson is one of the tools' shapes: its errors are named lessons.N.field, without the tool's tag.
+        loc = [str(part) for part in loc if part not in TOOLS and part != _BY_CATEGORY]
+        if err.get("type") in ("union_tag_invalid", "union_tag_not_found"):
+            loc.append("tool")
         fields.setdefault(".".join(loc) or "body", []).append(err.get("msg", "invalid"))
     return fields
 
@@ -94,32 +172,37 @@ class ContextOut(Schema):
     text_with_ids: str = ""
 
 
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$")
+
+
 class TranscriptEntry(Schema):
-    id: str = Field(max_length=100)
-    role: str = Field(default="", max_length=50)
-    at: datetime | None = None
-    text: str = Field(max_length=20_000)
+    id: Text(SINGLE_LINE_PATTERN, max_length=100)
+    role: Text(SINGLE_LINE_PATTERN, max_length=50) = ""
+    at: datetime | None = Field(None, description="RFC 3339 with an offset: 2026-03-02T09:15:00Z")
+    text: Text(MULTI_LINE_PATTERN, max_length=20_000)
+
+    @field_validator("at", mode="before")
+    @classmethod
+    def rfc3339(cls, value):
+        # Only what the schema's date-time format allows: no numbers (0 is not a time), no naive times.
+        if value is None:
+            return value
+        if not isinstance(value, str) or not _RFC3339.match(value):
+            raise ValueError("must be an RFC 3339 date-time with an offset, e.g. 2026-03-02T09:15:00Z")
+        try:
+            return datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError("is not a real date and time") from None
 
 
 class InteractionIn(Schema):
-    trigger_type: str = Field(min_length=1, max_length=50, description="What started it: pr_review, deliberation …")
-    outcome: str = Field(default="", max_length=200)
-    summary: str = Field(min_length=1, max_length=MAX_SUMMARY_CHARS)
-    files_changed: list[str] = Field(default_factory=list, max_length=MAX_FILES,
+    trigger_type: Text(NON_BLANK_LINE_PATTERN, min_length=1, max_length=50, strip=True,
+                       description="What started it: pr_review, deliberation …")
+    outcome: Text(SINGLE_LINE_PATTERN, max_length=200) = ""
+    summary: Text(NON_BLANK_TEXT_PATTERN, min_length=1, max_length=MAX_SUMMARY_CHARS, strip=True)
+    files_changed: list[Ref] = Field(default_factory=list, max_length=MAX_FILES,
                                      description="Paths, optionally with lines: src/app.py#L10-L20")
     transcript: list[TranscriptEntry] = Field(default_factory=list, max_length=MAX_TRANSCRIPT_ENTRIES)
-
-    @field_validator("trigger_type", "summary")
-    @classmethod
-    def not_blank(cls, value):
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value.strip()
-
-    @field_validator("files_changed")
-    @classmethod
-    def valid_paths(cls, values):
-        return _check_refs(values)
 
 
 class InteractionOut(Schema):
@@ -131,33 +214,78 @@ class InteractionOut(Schema):
     reflected_at: datetime | None = None
 
 
-class LessonIn(Schema):
-    tool: TOOL | None = Field(
-        default=None,
-        description="save_fact, log_learning, log_error or daily_log (see the API docs for the mapping); "
-        "optional when a category is given",
-    )
-    text: str = Field(min_length=1, max_length=2000)
-    category: CATEGORY | None = None
-    refs: list[str] = Field(default_factory=list, max_length=20)
+_TEXT_MAX = settings.LESSON_MAX_CHARS
+_ERROR_TEXT_MAX = _TEXT_MAX - MAX_ERROR_CHARS - len(ERROR_JOINER)
+
+
+class _LessonBase(Schema):
+    text: Text(NON_BLANK_LINE_PATTERN, min_length=1, max_length=_TEXT_MAX,
+               description=f"One line, at most {_TEXT_MAX} characters (LESSON_MAX_CHARS)")
+    refs: list[Ref] = Field(default_factory=list, max_length=20)
     relevance: AGENT_RELEVANCE | None = None
-    error: str = Field(default="", max_length=1000, description="log_error: the error message that was seen")
 
-    @field_validator("text")
-    @classmethod
-    def single_line(cls, value):
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value
 
-    @field_validator("refs")
-    @classmethod
-    def valid_refs(cls, values):
-        return _check_refs(values)
+class SaveFact(_LessonBase):
+    tool: Literal["save_fact"]
+    category: Literal["DECISION", "ARCHITECTURE", "PATTERN"] | None = None
+
+
+class LogLearning(_LessonBase):
+    tool: Literal["log_learning"]
+    category: Literal["OBSERVATION", "PATTERN"] | None = None
+
+
+class LogError(_LessonBase):
+    tool: Literal["log_error"]
+    # Room is left for the error, which is kept in the lesson's text.
+    text: Text(NON_BLANK_LINE_PATTERN, min_length=1, max_length=_ERROR_TEXT_MAX,
+               description=f"One line, at most {_ERROR_TEXT_MAX} characters (the error is appended)")
+    category: Literal["OBSERVATION"] | None = None
+    error: Text(NON_BLANK_TEXT_PATTERN, min_length=1, max_length=MAX_ERROR_CHARS,
+                description="The error message that was seen (kept on one line in the lesson)")
+
+
+class DailyLog(_LessonBase):
+    tool: Literal["daily_log"]
+    category: Literal["OBSERVATION"] | None = None
+
+
+class CategoryLesson(_LessonBase):
+    """A lesson given by its category alone: no tool, so no tool's mapping applies (relevance medium)."""
+    tool: None = None
+    category: CATEGORY
+
+
+TOOLS = ("save_fact", "log_learning", "log_error", "daily_log")
+# The shape a lesson takes: its tool's, or the category-only one when it names no tool.
+_BY_CATEGORY = "by_category"
+
+
+def _lesson_shape(value):
+    tool = value.get("tool") if isinstance(value, dict) else getattr(value, "tool", None)
+    return _BY_CATEGORY if tool is None else tool
+
+
+LessonItem = Annotated[
+    Union[
+        Annotated[SaveFact, Tag("save_fact")],
+        Annotated[LogLearning, Tag("log_learning")],
+        Annotated[LogError, Tag("log_error")],
+        Annotated[DailyLog, Tag("daily_log")],
+        Annotated[CategoryLesson, Tag(_BY_CATEGORY)],
+    ],
+    Discriminator(_lesson_shape),
+]
+_LESSON_ITEM = TypeAdapter(LessonItem)
+
+
+def LessonIn(**fields):  # noqa: N802 (builds the model of the tool's shape, as a class would)
+    """One tool call as its own shape (SaveFact, LogError…); pydantic's ValidationError when it is not one."""
+    return _LESSON_ITEM.validate_python(fields)
 
 
 class LessonsIn(Schema):
-    lessons: list[LessonIn] = Field(min_length=1, max_length=20)
+    lessons: list[LessonItem] = Field(min_length=1, max_length=20)
 
 
 class AppendedLesson(Schema):

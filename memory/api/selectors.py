@@ -11,7 +11,10 @@ from memory.models import Change, Interaction, Lesson, LessonRef, Memory, RefSta
 from memory.refs import STALE_MARK
 from memory.pipeline.prompts import CONTEXT_USAGE
 from memory.selectors import compile_memory
+from memory.textcheck import MAX_ID, text_problem
 from personas.models import Persona, PersonaAlias, Project
+
+CACHE_SECONDS = 24 * 3600
 
 
 # --- scope: what a token may reach (the API answers 403 / 404, the MCP server a tool error) ----
@@ -24,9 +27,16 @@ class NotFound(Exception):
     """No such persona, project, lesson or interaction."""
 
 
+def _real_name(name, what):
+    """A name holding control characters names nothing (names are checked when made): NotFound before any query."""
+    if text_problem(name):
+        raise NotFound(f"no {what} named {name[:100]!r}")
+
+
 def persona_in_scope(token, name):
     """The token's persona id when `name` is its own persona's name or one of its old names (kept on
     rename, so agents configured before a rename keep working)."""
+    _real_name(name, "persona")
     if token.persona_name.casefold() == name.casefold():
         return token.persona_id
     if Persona.objects.not_archived().filter(name__iexact=name).exists():
@@ -40,6 +50,7 @@ def persona_in_scope(token, name):
 
 
 def project_in_scope(token, slug):
+    _real_name(slug, "project")
     project = Project.objects.filter(slug=slug).first()
     if project is None:
         raise NotFound(f"no project with slug {slug!r}")
@@ -60,6 +71,7 @@ def read_scope(token, persona_name, project_slug):
     A memory with no lesson yet is returned unsaved (pk None): it compiles to "".
     """
     persona_id = persona_in_scope(token, persona_name)
+    _real_name(project_slug, "project")
     memory = memory_lookup(persona_id, project_slug)
     if memory is None:
         project = project_in_scope(token, project_slug)
@@ -184,8 +196,10 @@ def source_entries(lesson):
 
 def lesson_list(memory, *, path=None, category=None, tier=None, words=None, limit=50, offset=0):
     """(count, lessons) of the active lessons matching the filters; a memory not saved yet has none."""
-    if path is not None and (not path.strip() or ".." in path.split("/")):
+    if path is not None and (not path.strip() or ".." in path.split("/") or text_problem(path)):
         raise ValidationError({"path": ["path must be a file or folder inside the project"]})
+    if words and text_problem(words):
+        raise ValidationError({"words": [f"words {text_problem(words)}"]})
     if memory.pk is None:
         return 0, []
     qs = Lesson.objects.filter(memory=memory).active()
@@ -246,7 +260,7 @@ def lesson_out(lesson, project=None):
 
 def recall_payload(token, lesson_id):
     """One lesson in the token's scope with its provenance and history."""
-    lesson = lesson_for_recall(lesson_id)
+    lesson = lesson_for_recall(lesson_id) if 0 < lesson_id <= MAX_ID else None
     if lesson is None:
         raise NotFound(f"no lesson {lesson_id}")
     check_memory_scope(token, lesson.memory, "lesson")
@@ -302,6 +316,8 @@ def interaction_out(interaction, lesson_ids=()):
 
 
 def interaction_status(token, interaction_id):
+    if not 0 < interaction_id <= MAX_ID:
+        raise NotFound(f"no interaction {interaction_id}")
     interaction = (
         Interaction.objects.select_related("memory").prefetch_related("lessons").filter(pk=interaction_id).first()
     )

@@ -8,8 +8,9 @@ from typing import Literal
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import HttpResponse
-from ninja import Field, NinjaAPI, Query, Schema, Status
+from ninja import Field, NinjaAPI, Path, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from pydantic import field_validator
 
 from memory.api import schemas as s
 from memory.api.auth import AgentTokenAuth, PayloadTooLarge
@@ -21,7 +22,19 @@ from memory.api.services import agent_interaction_submit, agent_lessons_write
 from memory.selectors import compiled_memory_text
 from personas.compiler import compile_system_prompt
 
-api = NinjaAPI(
+class AgentAPI(NinjaAPI):
+    def get_openapi_schema(self, **kwargs):
+        schema = super().get_openapi_schema(**kwargs)
+        # The web server, not the app, refuses an over-long URL: documented, with no JSON body.
+        for operations in schema["paths"].values():
+            for operation in operations.values():
+                operation["responses"].setdefault(414, {
+                    "description": "URL too long (refused by the web server; gunicorn: request line over 4094 bytes)",
+                })
+        return schema
+
+
+api = AgentAPI(
     title="Night Watch Memory — agent API",
     version="1",
     description=(
@@ -96,9 +109,17 @@ def health(request):
 MEMORY_PATH = "/memory/{persona}/{project}"
 
 
+TEXT_200 = {"description": "The text (`?format=json`: a JSON object)",
+            "content": {"text/plain": {"schema": {"type": "string"}}}}
+
+
 @api.get(
     MEMORY_PATH + "/context",
     response={200: s.ContextOut, **ERRORS},
+    openapi_extra={"responses": {
+        200: TEXT_200,
+        304: {"description": "Not modified: the If-None-Match ETag is the current version (no body)"},
+    }},
     tags=["memory"],
     summary="Compiled memory",
     description="`## Core Lessons` then `## Working Memory`, within budgets, as text/plain; "
@@ -121,7 +142,9 @@ def memory_context(request, persona: str, project: str, format: Literal["text", 
     return response
 
 
-@api.get(MEMORY_PATH + "/prompt", response={200: str, **ERRORS}, tags=["memory"],
+@api.get(MEMORY_PATH + "/prompt", response=ERRORS, tags=["memory"],
+         openapi_extra={"responses": {200: {"description": "The prompt",
+                                            "content": {"text/plain": {"schema": {"type": "string"}}}}}},
          summary="Full compiled system prompt (text/plain)")
 def memory_prompt(request, persona: str, project: str):
     _, _, memory = read_scope(request.auth, persona, project)
@@ -146,7 +169,7 @@ def interaction_submit(request, persona: str, project: str, payload: s.Interacti
 
 @api.get("/interactions/{interaction_id}", response={200: s.InteractionOut, **ERRORS}, tags=["reflection"],
          summary="Reflection status of one interaction")
-def interaction_status(request, interaction_id: int):
+def interaction_status(request, interaction_id: int = Path(..., ge=1, le=s.MAX_ID)):
     return interaction_status_payload(request.auth, interaction_id)
 
 
@@ -169,12 +192,19 @@ def lessons_append(request, persona: str, project: str, payload: s.LessonsIn):
 
 
 class LessonFilters(Schema):
-    path: str | None = None
+    path: str | None = Field(None, min_length=1, max_length=500, json_schema_extra={"pattern": s.PATH_PATTERN},
+                             description="A file, or a folder ending with / (no '..' part)")
     category: s.CATEGORY | None = None
     tier: s.TIER | None = None
-    words: str | None = Field(None, max_length=s.MAX_WORDS_CHARS, description="Words that must all appear in the text")
+    words: s.Text(s.SINGLE_LINE_PATTERN, max_length=s.MAX_WORDS_CHARS,
+                  description="Words that must all appear in the text") | None = None
     limit: int = Field(50, ge=1, le=200)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=s.MAX_OFFSET)
+
+    @field_validator("path")
+    @classmethod
+    def valid_path(cls, value):
+        return None if value is None else s.check_path(value)
 
 
 @api.get(MEMORY_PATH + "/lessons", response={200: s.LessonPage, **ERRORS}, tags=["lessons"],
@@ -187,5 +217,5 @@ def lessons_list(request, persona: str, project: str, filters: Query[LessonFilte
 
 @api.get("/lessons/{lesson_id}", response={200: s.RecallOut, **ERRORS}, tags=["lessons"],
          summary="Recall one lesson with its provenance and history")
-def lesson_recall(request, lesson_id: int):
+def lesson_recall(request, lesson_id: int = Path(..., ge=1, le=s.MAX_ID)):
     return recall_payload(request.auth, lesson_id)

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from memory.bench import benchmark
+from memory.bench.serving import wait_until_serving as _wait_until_serving  # also used by memory.bench.mcp
 
 ROOT = Path(__file__).resolve().parents[2]
 PERSONA = "Bench Lead"
@@ -147,21 +148,6 @@ def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _wait_until_serving(port, proc, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("gunicorn exited before serving")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/api/v1/health")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            threading.Event().wait(0.2)
-    raise RuntimeError(f"gunicorn did not answer on port {port} within {timeout}s")
 
 
 def _load_process(env, port, targets, token, requests, threads, seconds):

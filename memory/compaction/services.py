@@ -49,6 +49,7 @@ from memory.models import (
     content_hash,
 )
 from memory.selectors import active_lessons, with_refs
+from memory.textcheck import check_text
 
 log = logging.getLogger(__name__)
 
@@ -256,6 +257,7 @@ def compaction_reject(*, proposal, actor, reason):
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError("Say why the proposal is rejected.")
+    reason = check_text(reason, field="reason", multiline=True, max_chars=services.REASON_MAX_CHARS)
     proposal = CompactionProposal.objects.select_for_update().get(pk=proposal.pk)
     if proposal.status not in (CompactionProposal.Status.PENDING, CompactionProposal.Status.INVALID):
         raise CompactionError(f"This proposal is {proposal.get_status_display().lower()}; it cannot be rejected.")

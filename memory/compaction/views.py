@@ -161,7 +161,7 @@ def compaction_revert_view(request, pk):
     return decide(
         request, lambda: compaction_revert(proposal=proposal, actor=Actor.for_user(request.user),
                                            reason=request.POST.get("reason", "")),
-        refused=(CompactionError, RevertError), prefix="Not reverted: ", then=_detail_url(pk),
+        refused=(CompactionError, RevertError, ValidationError), prefix="Not reverted: ", then=_detail_url(pk),
         done="Compaction reverted: working memory is as it was before.")
 
 

@@ -27,7 +27,7 @@ from memory.formats.nightwatch import (
 )
 from memory.models import Memory, Tier
 from memory.selectors import active_lesson_rows
-
+from memory.textcheck import name_problem
 
 WRITERS = 16
 
@@ -48,6 +48,7 @@ class FileWrite:
 class ExportReport:
     root: Path
     files: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)  # why each memory that could not be written was left out
 
     def count(self, status):
         return sum(1 for f in self.files if f.status == status)
@@ -55,7 +56,7 @@ class ExportReport:
 
 def _segment(kind, value):
     """A persona name or project slug used as one folder name, refused when it cannot be one."""
-    if not value or value in (".", "..") or value.startswith(".") or any(c in value for c in "/\\\0"):
+    if not value or name_problem(value):
         raise ExportError(
             f"{kind} {value!r} cannot be a folder name (no '/', '\\', and not starting with '.'); "
             "rename it and export again"
@@ -73,6 +74,20 @@ def memory_folder(root, memory):
     else:
         base = Path(root) / _segment("persona folder" if persona.folder_name else "persona name", persona.memory_folder)
     return base / MEMORIES_DIR / project
+
+
+def export_folders(memories, folder_for, report):
+    """{memory id: folder} for the memories whose names can be folders; the others go in report.skipped.
+
+    Names are checked where personas are made, so a bad one is old data: the rest is still exported.
+    """
+    folders = {}
+    for memory in memories:
+        try:
+            folders[memory.pk] = folder_for(memory)
+        except ExportError as exc:
+            report.skipped.append(f"{memory.persona.name!r} / {memory.project.slug}: not exported: {exc}")
+    return folders
 
 
 def memories_to_export(*, persona=None, project=None):
@@ -138,12 +153,12 @@ def export_tree(*, root, persona=None, project=None, now=None):
     if not memories:
         which = " ".join(filter(None, [persona and f"persona {persona!r}", project and f"project {project!r}"]))
         raise ExportError(f"no memory to export{' for ' + which if which else ''}")
-    folders = {memory.pk: memory_folder(root, memory) for memory in memories}  # validates every name first
-    stamp = (now or timezone.now()).strftime("%Y%m%dT%H%M%SZ")
     report = ExportReport(root=root)
+    folders = export_folders(memories, lambda memory: memory_folder(root, memory), report)
+    stamp = (now or timezone.now()).strftime("%Y%m%dT%H%M%SZ")
     files = [
         (folders[memory.pk] / name, text.encode("utf-8"), count)
-        for memory in memories
+        for memory in memories if memory.pk in folders
         for name, (text, count) in render_memory_files(memory).items()
     ]
 

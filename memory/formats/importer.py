@@ -43,6 +43,7 @@ from memory.formats.nightwatch import TreeError
 from memory.models import Change, ChangeBatch, ImportedFolder, Lesson, LessonRef, LessonStatus, Memory, content_hash
 from memory.refs.services import schedule_anchoring
 from memory.signals import working_lessons_added
+from memory.textcheck import name_problem
 from personas.models import Persona, Project
 
 PERSONA_NAME_MAX = Persona._meta.get_field("name").max_length
@@ -61,6 +62,7 @@ class MemoryImport:
     working_added: int = 0
     already_present: int = 0
     unparsed: list = field(default_factory=list)  # ParsedLine of every unparsed line in the folder
+    rejected: list = field(default_factory=list)  # lines that cannot be lessons (too long, not text)
     notes: list = field(default_factory=list)
     batch_id: int | None = None
     memory_id: int | None = None
@@ -89,6 +91,10 @@ class ImportReport:
     @property
     def unparsed(self):
         return [line for m in self.memories for line in m.unparsed]
+
+    @property
+    def rejected(self):
+        return [line for m in self.memories for line in m.rejected]
 
 
 def _content_key(tier, unparsed, category, digest):
@@ -145,6 +151,8 @@ def _find_persona(folder, report):
     name = folder.persona_name.strip()
     if not name or len(name) > PERSONA_NAME_MAX:
         raise TreeError(f"persona folder {name!r}: a persona name must be 1 to {PERSONA_NAME_MAX} characters")
+    if problem := name_problem(name, what="persona name"):
+        raise TreeError(f"persona folder {name!r}: {problem}")
     if folder.archived_at is None:
         persona = Persona.objects.filter(name__iexact=name).first()
         if persona is None:
@@ -393,12 +401,13 @@ def memory_import_folder(*, folder, actor, label, today=None, cache=None, bump=T
     report.persona, report.project = persona.name, project.slug
     memory = Memory.objects.filter(persona=persona, project=project).first()
     report.unparsed = folder.unparsed
+    report.rejected = folder.rejected
     if memory is None:
         memory = Memory.objects.create(persona=persona, project=project)
         report.created.append("memory")
-        new_lines, base = folder.core + folder.working, 1  # a new memory holds nothing yet
+        new_lines, base = folder.lessons, 1  # a new memory holds nothing yet
     else:
-        new_lines, report.already_present = select_new_lines(memory, folder.core + folder.working)
+        new_lines, report.already_present = select_new_lines(memory, folder.lessons)
         base = services.next_section(memory)
     report.memory_id, report.memory_version = memory.pk, memory.version
     if not new_lines:

@@ -34,15 +34,19 @@ from pathlib import Path
 
 from django.core.exceptions import ValidationError
 
+from django.conf import settings
+
 from memory.models import ALL_CATEGORIES, CORE_CATEGORIES, Tier
 from memory.refs import parse_ref_list
+from memory.textcheck import text_problem
 
 CORE_FILE = "core.md"
 WORKING_FILE = "working.md"
 LEGACY_FILE = "main.md"
 MEMORIES_DIR = "memories"
 ARCHIVED_DIR = ".archived"
-MAX_TEXT_CHARS = 2000  # the same limit lesson services enforce
+# A line this much longer than a lesson can be is not parsed at all (regexes over megabytes).
+LINE_SLACK_CHARS = 2000
 
 _HEADER = re.compile(r"^##\s+(?P<day>\d{4}-\d{2}-\d{2})(?:\s+\[(?P<category>[A-Za-z]+)\])?\s*$")
 _TAG = re.compile(r"^\[(?P<category>[A-Z][A-Z_]*)\]\s*")
@@ -78,6 +82,8 @@ class ParsedLine:
     unparsed: bool = False
     raw_line: str = ""
     problem: str = ""
+    # Too long or not text: reported as an error with file:line, never stored as a lesson.
+    rejected: bool = False
 
     @property
     def where(self):
@@ -115,7 +121,16 @@ class MemoryFolder:
 
     @property
     def unparsed(self):
-        return [line for line in self.core + self.working if line.unparsed]
+        return [line for line in self.core + self.working if line.unparsed and not line.rejected]
+
+    @property
+    def rejected(self):
+        return [line for line in self.core + self.working if line.rejected]
+
+    @property
+    def lessons(self):
+        """Every line that becomes a lesson (rejected lines left out)."""
+        return [line for line in self.core + self.working if not line.rejected]
 
 
 @dataclass
@@ -123,6 +138,27 @@ class Tree:
     root: Path
     memories: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
+    # A link could pull in any file on the machine (core.md -> /etc/passwd): skipped unless asked.
+    follow_symlinks: bool = False
+
+    def readable(self, path):
+        """False, with a warning naming it, for a symbolic link the import does not follow."""
+        if self.follow_symlinks or not path.is_symlink():
+            return True
+        self.warnings.append(
+            f"{path.relative_to(self.root).as_posix()}: a symbolic link; skipped (--follow-symlinks reads it)"
+        )
+        return False
+
+    def is_file(self, path):
+        return path.is_file() and self.readable(path)
+
+    def is_dir(self, path):
+        return path.is_dir() and self.readable(path)
+
+    def visible_dirs(self, path):
+        """Sub-folders not starting with '.', by name; links to folders only when following links."""
+        return [p for p in _visible_dirs(path) if self.readable(p)]
 
 
 # --- one line ------------------------------------------------------------------------------
@@ -144,6 +180,11 @@ def parse_bullet(line, *, tier):
 
     Raises LineError when the line is not a lesson this tier can hold.
     """
+    limit = settings.LESSON_MAX_CHARS
+    if len(line) > limit + LINE_SLACK_CHARS:
+        raise LineError(f"the line is longer than {limit} characters ({len(line):,}), the most a lesson holds")
+    if problem := text_problem(line.strip()):
+        raise LineError(f"the line {problem}")
     if not line.startswith("- "):
         raise LineError("not a bullet line (expected '- [CATEGORY] text')")
     rest = line[2:].strip()
@@ -176,8 +217,8 @@ def parse_bullet(line, *, tier):
     text = rest.strip()
     if not text:
         raise LineError("no lesson text")
-    if len(text) > MAX_TEXT_CHARS:
-        raise LineError(f"lesson text is longer than {MAX_TEXT_CHARS} characters")
+    if len(text) > limit:
+        raise LineError(f"lesson text is longer than {limit} characters ({len(text):,})")
     if tier == Tier.CORE and category not in CORE_CATEGORIES:
         allowed = ", ".join(CORE_CATEGORIES)
         raise LineError(f"core lessons need one of {allowed}, not {('[' + category + ']') if category else 'no tag'}")
@@ -185,9 +226,12 @@ def parse_bullet(line, *, tier):
 
 
 def _unparsed(source, line_no, tier, raw, problem, day=None, section=0, heading=""):
+    """A line kept verbatim as an unparsed lesson, or rejected when it cannot be one (too long, not text)."""
+    text = raw.strip()
+    rejected = len(text) > settings.LESSON_MAX_CHARS or text_problem(text) is not None
     return ParsedLine(
-        source=source, line_no=line_no, tier=tier, text=raw.strip(), lesson_date=day, section=section,
-        heading=heading, unparsed=True, raw_line=raw, problem=problem,
+        source=source, line_no=line_no, tier=tier, text="" if rejected else text, lesson_date=day, section=section,
+        heading=heading, unparsed=True, raw_line="" if rejected else raw, problem=problem, rejected=rejected,
     )
 
 
@@ -300,13 +344,14 @@ def _visible_dirs(path):
 
 
 def read_memory_folder(folder, root, persona_name, project_folder, archived_at=None, archived_folder="",
-                       persona_folder=""):
+                       persona_folder="", tree=None):
     """The folder's files are read (and must be UTF-8) now; their lines are parsed when first asked for."""
+    tree = tree or Tree(root=root)
     rel = folder.relative_to(root).as_posix()
     texts, digest = {}, hashlib.sha256()
     for name in (CORE_FILE, WORKING_FILE, LEGACY_FILE):
         path = folder / name
-        if path.is_file():
+        if tree.is_file(path):
             data = _read_bytes(path, root)
             texts[name] = _decode(data, path, root)
             digest.update(f"{name}\0{len(data)}\0".encode())
@@ -349,21 +394,25 @@ def _read_legacy(mem, legacy_lines, has_working, rel):
 def _persona_memories(persona_dir, root, persona_name, tree, archived_at=None, archived_folder=""):
     memories_dir = persona_dir / MEMORIES_DIR
     rel = persona_dir.relative_to(root).as_posix()
+    if memories_dir.is_symlink() and not tree.readable(memories_dir):
+        return
     if not memories_dir.is_dir():
         tree.warnings.append(f"{rel}: no {MEMORIES_DIR}/ folder; skipped")
         return
-    for project_dir in _visible_dirs(memories_dir):
+    for project_dir in tree.visible_dirs(memories_dir):
         if not any((project_dir / name).is_file() for name in (CORE_FILE, WORKING_FILE, LEGACY_FILE)):
             tree.warnings.append(f"{project_dir.relative_to(root).as_posix()}: no memory files; skipped")
             continue
         tree.memories.append(read_memory_folder(
             project_dir, root, _nfc(persona_name), project_dir.name, archived_at, archived_folder,
-            persona_folder="" if archived_folder else persona_dir.name,
+            persona_folder="" if archived_folder else persona_dir.name, tree=tree,
         ))
 
 
-def read_tree(root):
+def read_tree(root, *, follow_symlinks=False):
     """Parse every memory folder under `root`. Reads only; never changes the tree.
+
+    Symbolic links inside the tree are skipped (each one reported) unless follow_symlinks.
 
     Raises TreeError when the root is not a Night Watch memory tree or a file cannot be read.
     """
@@ -372,13 +421,13 @@ def read_tree(root):
         raise TreeError(f"{root} does not exist")
     if not root.is_dir():
         raise TreeError(f"{root} is not a folder")
-    tree = Tree(root=root)
+    tree = Tree(root=root, follow_symlinks=follow_symlinks)
     try:
-        for persona_dir in _visible_dirs(root):
+        for persona_dir in tree.visible_dirs(root):
             _persona_memories(persona_dir, root, persona_dir.name, tree)
         archived = root / ARCHIVED_DIR
-        if archived.is_dir():
-            for persona_dir in _visible_dirs(archived):
+        if tree.is_dir(archived):
+            for persona_dir in tree.visible_dirs(archived):
                 name, archived_at = split_archived_folder(persona_dir.name)
                 if archived_at is None:
                     tree.warnings.append(

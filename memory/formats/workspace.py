@@ -74,18 +74,19 @@ def parse_workspace_file(text, *, source, tier, default_category, day=None):
     return lines
 
 
-def read_workspace_folder(folder, root, persona_name, project_folder):
+def read_workspace_folder(folder, root, persona_name, project_folder, tree=None):
+    tree = tree or Tree(root=root)
     mem = MemoryFolder(persona_name=persona_name, project_folder=project_folder, path=folder)
     rel = folder.relative_to(root).as_posix()
     for name, category in CORE_FILES.items():
         path = folder / name
-        if path.is_file():
+        if tree.is_file(path):
             mem.core += parse_workspace_file(_read(path, root), source=f"{rel}/{name}", tier=Tier.CORE,
                                              default_category=category)
     daily = folder / DAILY_DIR
     section_base = 0
-    if daily.is_dir():
-        for path in sorted(p for p in daily.iterdir() if p.is_file()):
+    if tree.is_dir(daily):
+        for path in sorted(p for p in daily.iterdir() if tree.is_file(p)):
             match = _DAILY.match(path.name)
             if not match:
                 mem.notes.append(f"{rel}/{DAILY_DIR}/{path.name}: not a YYYY-MM-DD.md daily log; skipped")
@@ -97,9 +98,10 @@ def read_workspace_folder(folder, root, persona_name, project_folder):
                 line.section += section_base
             section_base += 1 + max((l.section for l in lines), default=0)
             mem.working += lines
-    for name, category in LEARNING_FILES.items():
-        path = folder / LEARNINGS_DIR / name
-        if path.is_file():
+    learnings = folder / LEARNINGS_DIR
+    for name, category in (LEARNING_FILES.items() if tree.is_dir(learnings) else ()):
+        path = learnings / name
+        if tree.is_file(path):
             lines = parse_workspace_file(_read(path, root), source=f"{rel}/{LEARNINGS_DIR}/{name}",
                                          tier=Tier.WORKING, default_category=category)
             for line in lines:
@@ -111,19 +113,22 @@ def read_workspace_folder(folder, root, persona_name, project_folder):
     return mem
 
 
-def read_workspace_tree(root):
-    """ROOT/<persona>/<project>/ workspaces → a Tree the importer reads like the Night Watch one."""
+def read_workspace_tree(root, *, follow_symlinks=False):
+    """ROOT/<persona>/<project>/ workspaces → a Tree the importer reads like the Night Watch one.
+
+    Symbolic links inside the tree are skipped (each one reported) unless follow_symlinks.
+    """
     root = Path(root).expanduser()
     if not root.is_dir():
         raise TreeError(f"{root} is not a folder" if root.exists() else f"{root} does not exist")
-    tree = Tree(root=root)
-    for persona_dir in _visible_dirs(root):
-        for project_dir in _visible_dirs(persona_dir):
+    tree = Tree(root=root, follow_symlinks=follow_symlinks)
+    for persona_dir in tree.visible_dirs(root):
+        for project_dir in tree.visible_dirs(persona_dir):
             if not any((project_dir / n).exists() for n in (*CORE_FILES, SOUL, DAILY_DIR, LEARNINGS_DIR)):
                 tree.warnings.append(f"{project_dir.relative_to(root).as_posix()}: no workspace files; skipped")
                 continue
             tree.memories.append(read_workspace_folder(project_dir, root, _nfc(persona_dir.name),
-                                                       _nfc(project_dir.name)))
+                                                       _nfc(project_dir.name), tree=tree))
     return tree
 
 
@@ -174,7 +179,7 @@ def render_workspace_files(memory):
 def export_workspace_tree(*, root, persona=None, project=None, now=None):
     from django.utils import timezone
 
-    from memory.formats.exporter import memories_to_export
+    from memory.formats.exporter import export_folders, memories_to_export
 
     root = Path(root).expanduser()
     if root.exists() and not root.is_dir():
@@ -182,11 +187,15 @@ def export_workspace_tree(*, root, persona=None, project=None, now=None):
     memories = memories_to_export(persona=persona, project=project)
     if not memories:
         raise ExportError("no memory to export")
-    folders = {m.pk: root / _segment("persona name", m.persona.name) / _segment("project slug", m.project.slug)
-               for m in memories}
-    stamp = (now or timezone.now()).strftime("%Y%m%dT%H%M%SZ")
     report = ExportReport(root=root)
+    folders = export_folders(
+        memories, lambda m: root / _segment("persona name", m.persona.name) / _segment("project slug", m.project.slug),
+        report,
+    )
+    stamp = (now or timezone.now()).strftime("%Y%m%dT%H%M%SZ")
     for memory in memories:
+        if memory.pk not in folders:
+            continue
         for name, (text, count) in render_workspace_files(memory).items():
             result = write_atomic(folders[memory.pk] / name, text.encode("utf-8"), stamp=stamp)
             result.lessons = count

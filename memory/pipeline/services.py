@@ -19,6 +19,7 @@ from memory.engines.registry import get_engine
 from memory.models import ChangeBatch, Interaction, Memory, PipelineRun
 from memory.pipeline import phases
 from memory.pipeline.transcripts import parse_pasted_transcript
+from memory.textcheck import text_problem
 
 MAX_TURNS = 12
 
@@ -53,6 +54,9 @@ def pipeline_start(*, memory, actor, interaction=None, transcript_text=""):
     """Create a run (and an interaction from a pasted transcript) and enqueue it after commit."""
     from memory.pipeline.tasks import pipeline_run_task
 
+    problem = text_problem(transcript_text or "", multiline=True)
+    if problem:
+        raise PipelineError(f"The pasted transcript {problem}; nothing was started.")
     pipeline_sweep(memory_id=memory.pk)
     if PipelineRun.objects.filter(memory=memory, status=PipelineRun.Status.RUNNING).exists():
         raise PipelineError("A pipeline run for this memory is already in progress.")

@@ -14,6 +14,7 @@ from memory.pipeline.services import PipelineError, pipeline_start
 from memory.review_queue import run_mark_looked_at
 from memory.roles import APPROVE, approver_required, viewer_required
 from memory.services import Actor
+from memory.textcheck import bounded_id
 from memory.web import decide, run_progress
 
 POLL_SECONDS = 1
@@ -109,7 +110,7 @@ def run_start(request, memory_pk):
     interaction = None
     raw = request.POST.get("interaction", "").strip()
     if raw:
-        interaction = Interaction.objects.filter(memory=memory, pk=raw if raw.isdigit() else 0).first()
+        interaction = Interaction.objects.filter(memory=memory, pk=bounded_id(raw) or 0).first()
         if interaction is None:
             messages.error(request, "That interaction does not belong to this memory.")
             return redirect(f"{reverse('pipeline:runs')}?memory={memory.pk}")

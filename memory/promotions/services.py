@@ -30,6 +30,7 @@ from memory.promotions import detection, verification, wording
 from memory.promotions.selectors import core_usage_after
 from memory.refs import Ref, parse_ref
 from memory.roles import APPROVE
+from memory.textcheck import check_text
 
 Status = PromotionCandidate.Status
 # A group whose evidence one of these already covers is not proposed again.
@@ -457,6 +458,9 @@ def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, 
     final_text = candidate.text if text is None else text.strip()
     final_category = candidate.category if category is None else category
     final_refs = candidate.refs if refs is None else refs
+    # Checked before anything is written: the batch's label quotes the text.
+    services.validate_lesson_fields(tier=Tier.CORE, category=final_category, text=final_text,
+                                    relevance=Relevance.MEDIUM)
     edited = (final_text, final_category) != (candidate.text, candidate.category) or (
         refs is not None and [r.as_text() for r in services.clean_refs(final_refs)] != candidate.refs
     )
@@ -502,6 +506,7 @@ def promotion_reject(*, candidate, actor, reason):
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": "Say why the proposal is rejected; the reason is kept with the decision."})
+    reason = check_text(reason, field="reason", multiline=True, max_chars=services.REASON_MAX_CHARS)
     candidate = PromotionCandidate.objects.select_for_update().get(pk=candidate.pk)
     if candidate.status != Status.PENDING:
         raise AlreadyDecided(_describe_decision(candidate))

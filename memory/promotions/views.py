@@ -23,6 +23,7 @@ from memory.promotions.services import (
 )
 from memory.roles import APPROVE, approver_required, viewer_required
 from memory.services import Actor
+from memory.textcheck import bounded_id
 
 Status = PromotionCandidate.Status
 RECENT_DECISIONS = 10
@@ -33,8 +34,8 @@ def _memory_filter(request):
     if not raw:
         return None
     try:
-        return Memory.objects.select_related("persona", "project").get(pk=int(raw))
-    except (ValueError, Memory.DoesNotExist):
+        return Memory.objects.select_related("persona", "project").get(pk=bounded_id(raw) or 0)
+    except Memory.DoesNotExist:
         raise Http404("No such memory") from None
 
 

@@ -16,6 +16,7 @@ from memory.reflection.prompts import build_reflection_prompt
 from memory.refs import parse_ref
 from memory.services import MAX_LESSON_CHARS
 from memory.signals import working_lessons_added
+from memory.textcheck import check_text
 from personas.compiler import compile_system_prompt
 
 log = logging.getLogger(__name__)
@@ -27,6 +28,15 @@ REFLECTION_PURPOSE = "reflection"
 def interaction_create(*, memory, trigger_type, summary, outcome="", files_changed=(), transcript=(),
                        agent_token=None):
     """Record what happened and reflect on it once the transaction commits."""
+    trigger_type = check_text(trigger_type, field="trigger_type")
+    outcome = check_text(outcome or "", field="outcome")
+    summary = check_text(summary, field="summary", multiline=True)
+    for ref in files_changed:
+        check_text(ref, field="files_changed")
+    for i, entry in enumerate(transcript):
+        for key in ("id", "role", "at"):
+            check_text(str(entry.get(key) or ""), field=f"transcript.{i}.{key}")
+        entry["text"] = check_text(str(entry.get("text") or ""), field=f"transcript.{i}.text", multiline=True)
     interaction = Interaction.objects.create(
         memory=memory,
         trigger_type=trigger_type,

@@ -5,8 +5,12 @@ from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
 
+from memory.textcheck import text_problem
+
 _REF = re.compile(r"^(?P<path>[^\s#()]+?)(?:#L(?P<start>\d+)(?:-L?(?P<end>\d+))?)?$")
 MAX_REF_PATH = 500
+# Line numbers are stored as 32-bit integers; no source file comes near this.
+MAX_LINE = 9_999_999
 
 
 # Appended after a ref in compiled memory when the check found it no longer points at what it
@@ -29,8 +33,14 @@ class Ref:
         return f"{self.path}#L{self.start_line}-L{self.end_line}"
 
 
-def parse_ref(text):
-    """Parse one reference; raises ValidationError naming what is wrong."""
+def parse_ref(text, *, backwards_ok=False):
+    """Parse one reference; raises ValidationError naming what is wrong.
+
+    backwards_ok reads a range given backwards (#L20-L10) as the same lines instead of refusing it.
+    """
+    problem = text_problem(text)
+    if problem:
+        raise ValidationError(f"a code reference {problem}")
     raw = text.strip().strip("`")
     match = _REF.match(raw)
     if not match:
@@ -40,10 +50,15 @@ def parse_ref(text):
         raise ValidationError(f"reference path is longer than {MAX_REF_PATH} characters")
     if ".." in path.split("/"):
         raise ValidationError(f"{text!r}: a reference path may not contain '..'")
+    for number in (match["start"], match["end"]):
+        if number and (len(number) > 7 or int(number) > MAX_LINE):
+            raise ValidationError(f"{text!r}: line numbers go up to {MAX_LINE:,}")
     start = int(match["start"]) if match["start"] else None
     end = int(match["end"]) if match["end"] else None
     if start is not None and start < 1:
         raise ValidationError(f"{text!r}: line numbers start at 1")
+    if end is not None and end < start and backwards_ok:
+        start, end = end, start
     if end is not None and end < start:
         raise ValidationError(f"{text!r}: the range ends before it starts")
     if end == start:

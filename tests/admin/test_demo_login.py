@@ -6,6 +6,7 @@ import re
 import pytest
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import CommandError, call_command
+from django.test import RequestFactory
 
 
 def _run(**kwargs):
@@ -27,7 +28,8 @@ def test_creates_an_approver_with_admin_access_and_prints_how_to_log_in(settings
     assert user.is_staff and user.is_superuser
     assert user.groups.filter(name="approver").exists()
     assert user.has_perm("memory.approve_memory")
-    assert client.login(username="demo", password=_password(output))
+    response = client.post("/accounts/login/", {"username": "demo", "password": _password(output)})
+    assert response.status_code == 302
     assert client.get("/admin/personas/persona/").status_code == 200
 
 
@@ -39,8 +41,8 @@ def test_running_again_resets_the_password(settings):
     second = _password(output)
     assert "Reset the demo login" in output
     assert first != second
-    assert authenticate(username="demo", password=second) is not None
-    assert authenticate(username="demo", password=first) is None
+    assert authenticate(RequestFactory().post("/accounts/login/"), username="demo", password=second) is not None
+    assert authenticate(RequestFactory().post("/accounts/login/"), username="demo", password=first) is None
     assert get_user_model().objects.filter(username="demo").count() == 1
 
 
@@ -48,7 +50,7 @@ def test_running_again_resets_the_password(settings):
 def test_a_chosen_password(settings):
     settings.DEBUG = True
     _run(password="correct-horse-battery")
-    assert authenticate(username="demo", password="correct-horse-battery") is not None
+    assert authenticate(RequestFactory().post("/accounts/login/"), username="demo", password="correct-horse-battery") is not None
 
 
 @pytest.mark.django_db

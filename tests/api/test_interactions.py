@@ -53,7 +53,7 @@ def test_submit_creates_the_memory_on_first_use(agent, persona, project):
         ({"outcome": "o" * 201}, "outcome"),
         ({"files_changed": "auth/views.py"}, "files_changed"),
         ({"files_changed": ["../etc/passwd"]}, "files_changed"),
-        ({"files_changed": ["a.py#L9-L3"]}, "files_changed"),
+        ({"files_changed": ["a.py#L10000000"]}, "files_changed"),
         ({"transcript": [{"role": "user"}]}, "transcript.0.id"),
     ],
 )

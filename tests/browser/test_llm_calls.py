@@ -23,7 +23,8 @@ def test_llm_call_log_filters_in_the_browser(page, login, make_user, screenshot)
     screenshot("all")
 
     page.select_option("#id_outcome", "error")
-    page.wait_for_function("document.querySelectorAll('.llm-calls tbody tr').length === 1")
+    # A function, not a bare expression: the page's Content-Security-Policy refuses eval of a string.
+    page.wait_for_function("() => document.querySelectorAll('.llm-calls tbody tr').length === 1")
     assert "outcome=error" in page.url
     assert "rate limit" in page.locator(".llm-calls tbody").inner_text()
     screenshot("errors")

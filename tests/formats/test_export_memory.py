@@ -116,11 +116,25 @@ def test_interrupted_write_leaves_the_old_file_whole(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 
-def test_names_that_cannot_be_folders_are_refused_before_anything_is_written(maya_memory, tmp_path, run_command):
-    make_lesson(MemoryFactory(persona=PersonaFactory(name="a/b"), project=maya_memory.project), "x")
-    with pytest.raises(CommandError, match="persona name 'a/b' cannot be a folder name"):
+@pytest.mark.parametrize("bad_name", ["a/b", "../../../x", "/abs", ".", "..", ".hidden", "back\\slash", "tab\there"])
+def test_a_name_that_cannot_be_a_folder_is_reported_and_the_rest_is_exported(maya_memory, tmp_path, run_command,
+                                                                                bad_name):
+    # Names are validated where personas are made; this is data from before that rule.
+    make_lesson(MemoryFactory(persona=PersonaFactory(name=bad_name), project=maya_memory.project), "x")
+    with pytest.raises(CommandError, match=r"1 memory\(ies\) could not be exported"):
         run_command("export_memory", str(tmp_path / "out"))
-    assert not (tmp_path / "out").exists()
+    assert (tmp_path / "out/Maya Lopez/memories/night-watch-cli/core.md").exists()
+    written = {p.relative_to(tmp_path / "out").parts[0] for p in (tmp_path / "out").rglob("*.md")}
+    assert written == {"Maya Lopez"}
+    assert not (tmp_path / "x").exists() and not Path("/abs").exists()
+
+
+def test_the_skipped_name_is_named_in_the_report(maya_memory, tmp_path):
+    make_lesson(MemoryFactory(persona=PersonaFactory(name="a/b"), project=maya_memory.project), "x")
+    report = exporter.export_tree(root=tmp_path / "out")
+    assert len(report.skipped) == 1
+    assert "'a/b'" in report.skipped[0] and "cannot be a folder name" in report.skipped[0]
+    assert report.count("written") == 2
 
 
 def test_root_that_is_a_file_is_refused(maya_memory, tmp_path, run_command):

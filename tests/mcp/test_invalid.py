@@ -9,11 +9,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 CASES = {
     "blank text": ("save_fact", {"text": "   "}, "text: Value error, must not be blank"),
-    "two lines": ("log_learning", {"text": "first line\nsecond line"}, "text: lesson text must be a single line"),
+    "two lines": ("log_learning", {"text": "first line\nsecond line"}, "text: Value error, must be a single line"),
     "category of another tool": ("save_fact", {"text": "A fact", "category": "OBSERVATION"}, "category"),
     "critical relevance": ("log_learning", {"text": "Urgent", "relevance": "critical"}, "relevance"),
     "missing error": ("log_error", {"text": "Something failed"}, "error"),
-    "blank error": ("log_error", {"text": "Something failed", "error": "  "}, "log_error needs the error message"),
+    "blank error": ("log_error", {"text": "Something failed", "error": "  "}, "error: Value error, must not be blank"),
     "ref outside the project": ("daily_log", {"text": "Progress", "refs": ["../etc/passwd"]}, "refs"),
     "too long": ("save_fact", {"text": "x" * 2001}, "text: String should have at most 2000 characters"),
     "blank summary": ("report_interaction", {"summary": " ", "trigger_type": "bug_fix"}, "summary"),

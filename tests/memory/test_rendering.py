@@ -40,7 +40,8 @@ def test_markdown_basics():
 
 
 @pytest.mark.parametrize("ch", ["\u200b", "\u200c", "\u200d", "\u202e", "\u202d", "\u2066", "\u2067", "\u2068",
-                                "\u2069", "\ufeff", "\u200e", "\u200f", "\u00ad", "\u2060", "\x07", "\u3164"])
+                                "\u2069", "\ufeff", "\u200e", "\u200f", "\u00ad", "\u2060", "\x07", "\u3164",
+                                "\u2028", "\u2029"])
 def test_invisible_characters_are_found(ch):
     text = f"a{ch}b"
     assert has_invisible(text)

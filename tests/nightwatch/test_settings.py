@@ -30,6 +30,10 @@ def start(**env):
         ({"LLM_TIMEOUT_SECONDS": "fast"}, "LLM_TIMEOUT_SECONDS must be a number"),
         ({"DATABASE_URL": "nosuchdb://x"}, "DATABASE_URL is not a valid database URL"),
         ({"DEBUG": "0"}, "SECRET_KEY must be set"),
+        ({"DEBUG": "0", "SECRET_KEY": "short-but-private"}, "SECRET_KEY must be at least 50 characters"),
+        ({"DEBUG": "0", "SECRET_KEY": "ab" * 40}, "at least 5 different ones"),
+        ({"SECURE_PROXY_SSL_HEADER": "https"}, "SECURE_PROXY_SSL_HEADER must look like"),
+        ({"SECURE_HSTS_SECONDS": "forever"}, "SECURE_HSTS_SECONDS must be a whole number"),
     ],
 )
 def test_bad_setting_fails_at_start_naming_the_variable(env, message):
@@ -39,6 +43,39 @@ def test_bad_setting_fails_at_start_naming_the_variable(env, message):
 
 
 def test_production_settings_start_with_a_real_secret():
-    result = start(DEBUG="0", SECRET_KEY="a-long-private-value-for-this-deployment")
+    result = start(DEBUG="0", SECRET_KEY="a-long-private-value-for-this-deployment-0123456789")
     assert result.returncode == 0, result.stderr
     assert "started" in result.stdout
+
+
+# The production settings the README documents; `check --deploy` must find nothing to warn about.
+PRODUCTION_ENV = {
+    "DEBUG": "0",
+    "SECRET_KEY": "Xk2-" + "production-secret-for-the-deploy-check-" + "9f8e7d6c5b4a",
+    "ALLOWED_HOSTS": "memory.example.com",
+    "SECURE_SSL_REDIRECT": "1",
+    "SECURE_HSTS_SECONDS": "31536000",
+    "SECURE_HSTS_INCLUDE_SUBDOMAINS": "1",
+    "SECURE_HSTS_PRELOAD": "1",
+    "SECURE_PROXY_SSL_HEADER": "X-Forwarded-Proto=https",
+}
+
+
+def test_deploy_check_is_clean_with_the_documented_production_settings():
+    # The browser tests allow async-unsafe ORM calls for themselves; a deployment never does.
+    leave_out = ("DATABASE_URL", "DEBUG", "SECRET_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE")
+    full = {k: v for k, v in os.environ.items() if k not in leave_out}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT, env={**full, **PRODUCTION_ENV, "DJANGO_SETTINGS_MODULE": "nightwatch.settings"},
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_static_files_are_served_with_debug_off(client, settings):
+    settings.DEBUG = False
+    response = client.get("/static/css/app.css")
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content)

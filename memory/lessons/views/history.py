@@ -1,8 +1,9 @@
 """History per memory and per lesson, and reverting one change or a whole batch."""
 
 from django.contrib import messages
-from django.http import Http404
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect
 from django.template.defaultfilters import pluralize
 from django.template.response import TemplateResponse
@@ -10,14 +11,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from memory.lessons.addressing import resolve_memory
 from memory import services
+from memory.lessons.addressing import resolve_memory
 from memory.lessons.selectors import cited_entries, lesson_changes, lesson_with_context, memory_batches
 from memory.models import Change, ChangeBatch, Lesson
 from memory.rendering import snapshot_diff
-from memory.roles import curator_required, viewer_required
+from memory.roles import APPROVE, curator_required, viewer_required
 from memory.services import RevertError
-from memory.web import actor_for, reason_from, safe_next
+from memory.web import actor_for, error_messages, reason_from, safe_next
 
 BATCHES_PER_PAGE = 20
 CHANGES_PER_PAGE = 50
@@ -33,7 +34,10 @@ def memory_history(request, **address):
     if moved:
         return moved
     page = Paginator(memory_batches(memory), BATCHES_PER_PAGE).get_page(request.GET.get("page"))
-    batches = [{"batch": b, "entries": [_entry(c) for c in b.changes.all()]} for b in page.object_list]
+    approver = request.user.has_perm(APPROVE)
+    # An approver's batch is offered for revert to approvers only (the service refuses the others).
+    batches = [{"batch": b, "entries": [_entry(c) for c in b.changes.all()],
+                "can_revert": approver or b.kind not in services.APPROVER_BATCH_KINDS} for b in page.object_list]
     context = {"memory": memory, "page": page, "batches": batches}
     template = "memory/lessons/memory_history.html" + ("#history-list" if request.htmx else "")
     return TemplateResponse(request, template, context)
@@ -85,12 +89,12 @@ def change_revert(request, change_id):
     default = reverse("lesson_history", args=[change.lesson_id])
     try:
         revert = services.change_revert(change=change, actor=actor_for(request), reason=reason_from(request))
-    except RevertError as exc:
-        batch = change.batch
+    except (RevertError, ValidationError) as exc:
+        error, batch = " ".join(error_messages(exc)), change.batch
         if services.batch_revertible(batch):
-            return _reverted(request, default, error=f"{exc} The whole {batch} can still be reverted in one go.",
+            return _reverted(request, default, error=f"{error} The whole {batch} can still be reverted in one go.",
                              batch=batch)
-        return _reverted(request, default, error=str(exc))
+        return _reverted(request, default, error=error)
     tied = Change.objects.filter(reverted_by__batch=revert.batch).count() - 1
     done = f"Change #{change.pk} reverted"
     if tied:
@@ -106,8 +110,8 @@ def batch_revert(request, batch_id):
     default = batch.memory.history_url()
     try:
         revert = services.batch_revert(batch=batch, actor=actor_for(request), reason=reason_from(request))
-    except RevertError as exc:
-        return _reverted(request, default, error=str(exc))
+    except (RevertError, ValidationError) as exc:
+        return _reverted(request, default, error=" ".join(error_messages(exc)))
     count = Change.objects.filter(reverted_by__batch=revert).count()
     return _reverted(request, default, done=f"{batch.get_kind_display()} #{batch.pk} reverted: "
                      f"{count} change{pluralize(count)} undone as one new batch.")

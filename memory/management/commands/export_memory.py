@@ -33,7 +33,12 @@ class Command(BaseCommand):
                 continue
             backup = f" (previous kept as {f.backup.name})" if f.backup else ""
             self.stdout.write(f"{f.status}: {f.path.relative_to(report.root)} — {f.lessons} lesson(s){backup}")
+        for reason in report.skipped:
+            self.stdout.write(self.style.ERROR(f"error: {reason}"))
         self.stdout.write(self.style.SUCCESS(
             f"{report.count('written')} written, {report.count('replaced')} replaced, "
             f"{report.count('unchanged')} unchanged under {report.root}"
         ))
+        if report.skipped:
+            raise CommandError(f"{len(report.skipped)} memory(ies) could not be exported (listed above); "
+                               "the others were written")

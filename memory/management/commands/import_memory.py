@@ -8,6 +8,11 @@ from memory.formats.workspace import read_workspace_tree
 from memory.services import Actor
 
 LAYOUTS = {"nightwatch": read_tree, "workspace": read_workspace_tree}
+PREVIEW_CHARS = 200
+
+
+def _preview(text):
+    return text if len(text) <= PREVIEW_CHARS else f"{text[:PREVIEW_CHARS]}… ({len(text):,} characters)"
 
 
 class Command(BaseCommand):
@@ -23,13 +28,17 @@ class Command(BaseCommand):
         parser.add_argument("--layout", choices=sorted(LAYOUTS), default="nightwatch")
         parser.add_argument("--dry-run", action="store_true", help="report what would be added, write nothing")
         parser.add_argument(
+            "--follow-symlinks", action="store_true",
+            help="read files and folders that are symbolic links (skipped and reported by default)",
+        )
+        parser.add_argument(
             "--notify", action="store_true",
             help="wake the features that react to new working lessons (promotion detection, compaction checks)",
         )
 
-    def handle(self, *args, root, layout, dry_run, notify, **options):
+    def handle(self, *args, root, layout, dry_run, notify, follow_symlinks=False, **options):
         try:
-            tree = LAYOUTS[layout](root)
+            tree = LAYOUTS[layout](root, follow_symlinks=follow_symlinks)
             report = memory_import_tree(tree=tree, actor=Actor.system("import_memory"), dry_run=dry_run,
                                         notify=notify)
         except TreeError as exc:
@@ -50,7 +59,13 @@ class Command(BaseCommand):
         if unparsed:
             out.write(self.style.WARNING(f"{len(unparsed)} line(s) could not be parsed; kept verbatim as unparsed lessons:"))
             for line in unparsed:
-                out.write(f"  {line.where}: {line.problem}: {line.raw_line}")
+                out.write(f"  {line.where}: {line.problem}: {_preview(line.raw_line)}")
+        rejected = report.rejected
+        if rejected:
+            # Only where and why: the line itself may be megabytes long or hold control characters.
+            out.write(self.style.ERROR(f"{len(rejected)} line(s) cannot be lessons and were not imported:"))
+            for line in rejected:
+                out.write(self.style.ERROR(f"  error: {line.where}: {line.problem}"))
         verb = "Would add" if dry_run else "Added"
         out.write(self.style.SUCCESS(
             f"{verb} {report.added} lesson(s) in {len(report.memories)} memories; "
