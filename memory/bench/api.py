@@ -20,7 +20,6 @@ import http.client
 import json
 import os
 import secrets
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,7 +29,7 @@ import time
 from pathlib import Path
 
 from memory.bench import benchmark
-from memory.bench.serving import wait_until_serving as _wait_until_serving  # also used by memory.bench.mcp
+from memory.bench.serving import pick_port, wait_until_serving
 
 ROOT = Path(__file__).resolve().parents[2]
 PERSONA = "Bench Lead"
@@ -144,12 +143,6 @@ def load(host, port, targets, token, requests, threads, seconds):
 
 # --- orchestration ----------------------------------------------------------------------------
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _load_process(env, port, targets, token, requests, threads, seconds):
     spec = json.dumps(targets)
     out = subprocess.run(
@@ -188,14 +181,14 @@ def measure(*, lessons=10_000, requests=2000, threads=THREADS, seconds=60.0):
     with tempfile.TemporaryDirectory(prefix="nw-bench-") as tmp:
         env, info = seeded_environment(tmp, lessons)
         token = info["token"]
-        port = _free_port()
+        port = pick_port()
         server = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "nightwatch.wsgi:application", "--workers", str(workers()),
              "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
         try:
-            _wait_until_serving(port, server)
+            wait_until_serving(port, server)
             context = f"/api/v1/memory/{PERSONA.replace(' ', '%20')}/{PROJECT}/context"
             # Warm both workers' caches (each process compiles the memory once per version).
             _load_process(env, port, [["context", context, True]], token, 40, 4, seconds)

@@ -12,8 +12,6 @@ the latency an agent waits, not throughput. Bounded by a round count and a time 
 
 import argparse
 import json
-import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -21,7 +19,8 @@ import tempfile
 import time
 
 from memory.bench import benchmark
-from memory.bench.api import PERSONA, PROJECT, ROOT, _wait_until_serving, seeded_environment
+from memory.bench.api import PERSONA, PROJECT, ROOT, seeded_environment
+from memory.bench.serving import pick_port, wait_until_serving
 
 TARGETS = ("context", "context_json", "mcp_get_memory")
 LABELS = {
@@ -31,19 +30,6 @@ LABELS = {
 }
 # get_memory does what ?format=json does, plus JSON-RPC framing and the SDK on both ends.
 GOAL_RATIO = 3.0
-
-
-def free_port():
-    """A port nobody listens on, in the range kept for local servers."""
-    for _ in range(50):
-        port = random.randint(20000, 29999)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port in 20000-29999")
 
 
 # --- the client (its own process) ----------------------------------------------------------------
@@ -109,14 +95,14 @@ async def _load(port, token, rounds, seconds):
 def measure(*, lessons=10_000, rounds=300, seconds=30.0):
     with tempfile.TemporaryDirectory(prefix="nw-bench-mcp-") as tmp:
         env, info = seeded_environment(tmp, lessons)
-        port = free_port()
+        port = pick_port()
         server = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "nightwatch.asgi:application", "--workers", "2",
              "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
         try:
-            _wait_until_serving(port, server)
+            wait_until_serving(port, server)
             out = subprocess.run(
                 [sys.executable, "-m", "memory.bench.mcp", "--load", "--port", str(port), "--token", info["token"],
                  "--rounds", str(rounds), "--seconds", str(seconds)],

@@ -26,7 +26,7 @@ import anyio.to_thread
 import pytest
 from django.db import connection
 
-from memory.bench.mcp import free_port
+from memory.bench.serving import pick_port
 from memory.tokens import agent_token_create, agent_token_revoke
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -180,7 +180,7 @@ def serve_http():
     # worker threads leave none open on the test database.
     max_age = connection.settings_dict["CONN_MAX_AGE"]
     connection.settings_dict["CONN_MAX_AGE"] = 0
-    port = free_port()
+    port = pick_port()
     server = uvicorn.Server(uvicorn.Config(build_application(), host="127.0.0.1", port=port, log_level="warning",
                                            lifespan="on"))
     thread = threading.Thread(target=server.run, name="mcp-uvicorn", daemon=True)
