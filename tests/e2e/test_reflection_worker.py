@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import kombu.pools
 import pytest
 from django.db import connection
 
@@ -45,6 +46,9 @@ def _reset_connections():
         celery_app._pool.force_close_all()
         celery_app._pool = None
     celery_app.amqp._producer_pool = None
+    # kombu keeps a producer pool per connection in a global registry; one built on the closed pool
+    # would be handed back to later publishes (in-process tasks included) and fail on acquire.
+    kombu.pools.reset()
 
 
 @pytest.fixture
