@@ -3,16 +3,19 @@
 Each lesson is a TF-IDF vector over its stemmed terms (text.py), weighted against the memory's own
 lessons, so words that many lessons use count for little and words used by more than
 common_term_limit() lessons not at all. Two lessons are as similar as the cosine of their vectors.
-Text alone decides: a shared file adds nothing (on the labelled corpus every bonus for one let
-decoys that cite the same file into groups).
+Text decides: a shared file never links two lessons. It helps tell a look-alike instead: words that
+every lesson citing a file uses name the file's subject, not a lesson, and count for less when
+deciding whether a member truly belongs (decoys that say something else about the same code share
+exactly those words).
 
 Groups are built by average linkage with two guards, closest clusters first:
 - no two members may be unrelated (cosine below MIN_PAIR_SIMILARITY), so nothing joins through a
   chain (A like B, B like C, A unlike C gives no group holding A and C);
 - every member's mean similarity to the rest of its group must reach link_similarity(n), so no
   member hangs on by a single link.
-A group stops growing at MAX_MEMBERS, so a large cluster yields its tightest core. A group counts
-only its own members' dates (and their confirmations) against the distinct-dates rule.
+A group stops growing at MAX_MEMBERS, so a large cluster yields its tightest core. Then a member far
+less tied to the group than the others are leaves it (trim_loose_members). A group counts only its
+own members' dates (and their confirmations) against the distinct-dates rule.
 
 Pairs are found through an inverted index of terms, so the cost follows how many lessons share
 each term, not the square of the number of lessons.
@@ -27,8 +30,8 @@ from datetime import date
 from memory.promotions.text import Analyzer
 
 # A group is kept together when its members' mean similarity to one another reaches this, for the
-# group as a whole and for every member (tuned on the labelled corpus in tests/promotions/corpus,
-# held-out memory excluded).
+# group as a whole and for every member (tuned on the labelled corpora in tests/promotions/corpus,
+# held-out memories excluded).
 LINK_SIMILARITY = 0.12
 # In a large memory idf spreads wider and unrelated lessons sharing two mid-frequency words reach
 # that cosine, so the threshold rises by this much for every tenfold above 100 lessons (set on the
@@ -43,10 +46,25 @@ def link_similarity(n_lessons):
 MIN_PAIR_SIMILARITY = 0.04
 
 
+# Between lessons citing one file, a term that every lesson citing it uses (when at least this
+# many do) counts this share of its weight: it names the file's subject, not the lesson.
+FILE_TOPIC_MIN_LESSONS = 3
+FILE_TOPIC_WEIGHT = 0.5
+# ...unless most of the memory cites that file: its words then say nothing about the file in particular.
+FILE_TOPIC_MAX_SHARE = 0.5
+
 # Weight of a term every lesson uses (smoothed idf is ln((1+n)/(1+df)) + this). Half the usual
 # 1.0: in a memory of a few dozen lessons the words all of them use should count for little.
 IDF_FLOOR = 0.5
 MAX_MEMBERS = 12
+# A member whose mean similarity to the rest of its group is below this share of the other
+# members' (median) leaves the group: it hangs on one member, as a lesson about the same code
+# saying something else does.
+LOOSE_MEMBER_RATIO = 0.75
+# ...but only when it hangs on one member: its mean similarity to the others, leaving out its
+# closest, is under this many times the link threshold. A restatement worded further off than the
+# rest is still close to more than one of them.
+BEYOND_ONE_FACTOR = 1.5
 # A term used by more lessons than this is too common to find pairs through (it still
 # counts in the norms, so it weakens similarity rather than strengthening it).
 MIN_COMMON_TERM_LIMIT = 50
@@ -128,6 +146,52 @@ class Similarity:
         self.cache = dict(dots)
         self.threshold = link_similarity(n)
         self.strong = sorted((key // n, key % n, dot) for key, dot in dots.items() if dot >= self.threshold)
+        self.beyond_topic = self._discount_file_topics(lessons)
+
+    def _discount_file_topics(self, lessons):
+        """{pair key: cosine} with a file's subject words counting less between lessons citing it.
+
+        Lessons citing one file tend to name its component ("refund", "endpoint", "token" for
+        refunds.py) whatever they say about it; two of them sharing only those words are about the
+        same code, not the same lesson. A term every lesson citing the file uses (at least
+        FILE_TOPIC_MIN_LESSONS of them, at most FILE_TOPIC_MAX_SHARE of the memory) counts
+        FILE_TOPIC_WEIGHT of its usual weight between them.
+        """
+        citing = defaultdict(list)
+        for position, facts in enumerate(lessons):
+            for path in facts.paths:
+                citing[path].append(position)
+        discount = 1.0 - FILE_TOPIC_WEIGHT
+        n, vectors = self.n, self.vectors
+        adjusted = {}
+        for positions in citing.values():
+            if len(positions) < FILE_TOPIC_MIN_LESSONS or len(positions) > n * FILE_TOPIC_MAX_SHARE:
+                continue
+            topic = set(vectors[positions[0]])
+            for p in positions[1:]:
+                topic.intersection_update(vectors[p])
+                if not topic:
+                    break
+            if not topic:
+                continue
+            for k, p in enumerate(positions):
+                for q in positions[k + 1:]:
+                    key = min(p, q) * n + max(p, q)
+                    if key not in adjusted:
+                        adjusted[key] = set()
+                    adjusted[key] |= topic
+        result = {}
+        for key, terms in adjusted.items():
+            p, q = divmod(key, n)
+            shared = sum(vectors[p][t] * vectors[q][t] for t in terms)
+            result[key] = max(0.0, self(p, q) - discount * shared)
+        return result
+
+    def specific(self, p, q):
+        """The cosine of two lessons without what their shared file's subject words add (see above)."""
+        if p > q:
+            p, q = q, p
+        return self.beyond_topic.get(p * self.n + q, self(p, q)) if p != q else 1.0
 
     def __call__(self, p, q):
         if p > q:
@@ -227,6 +291,40 @@ def average_linkage(sim, *, threshold=None, max_members=MAX_MEMBERS):
     return [(sorted(ps), cohesion[c]) for c, ps in members.items() if len(ps) > 1]
 
 
+def trim_loose_members(positions, sim, *, ratio=None):
+    """Drop, one at a time, the member far less tied to the group than the others are.
+
+    A lesson that says something else about the same code (a decoy) is usually close to one member
+    and loosely tied to the rest, where a restatement is tied to several: the member whose mean
+    similarity to the others is below `ratio` times the median of the other members' means, and
+    who is not close to them once its closest member is left out, leaves; the rest is checked
+    again. Similarities here leave out what a shared file's subject words add (Similarity.specific).
+    Returns (positions, mean pairwise similarity) of what remains.
+    """
+    ratio = LOOSE_MEMBER_RATIO if ratio is None else ratio
+    members = list(positions)
+    specific = getattr(sim, "specific", sim)
+    while len(members) >= 3:
+        means = {p: sum(specific(p, q) for q in members if q != p) / (len(members) - 1) for p in members}
+        loosest = min(members, key=means.get)
+        others = sorted(means[q] for q in members if q != loosest)
+        middle = len(others) // 2
+        median = others[middle] if len(others) % 2 else (others[middle - 1] + others[middle]) / 2
+        if means[loosest] >= ratio * median or _tied_beyond_one(loosest, members, specific, sim):
+            break
+        members.remove(loosest)
+    pairs = len(members) * (len(members) - 1) / 2
+    mean = sum(sim(p, q) for k, p in enumerate(members) for q in members[k + 1:]) / pairs
+    return members, mean
+
+
+def _tied_beyond_one(p, members, specific, sim):
+    """Whether `p` is close to the group even without its closest member: then it is a restatement
+    that is only worded further off, not a lesson hanging on one member."""
+    links = sorted((specific(p, q) for q in members if q != p), reverse=True)[1:]
+    return sum(links) / len(links) >= BEYOND_ONE_FACTOR * getattr(sim, "threshold", LINK_SIMILARITY)
+
+
 def group_of(members, cohesion=1.0):
     """A Group of these LessonFacts: their ids, dates and confirmations."""
     dates, confirmations = set(), []
@@ -240,7 +338,8 @@ def group_of(members, cohesion=1.0):
 def find_groups(lessons, *, min_dates):
     """Groups of at least two lessons saying the same thing on >= min_dates dates (their own dates)."""
     lessons = sorted(lessons, key=lambda f: f.id)
-    clusters = average_linkage(Similarity(lessons))
+    sim = Similarity(lessons)
+    clusters = [trim_loose_members(positions, sim) for positions, _ in average_linkage(sim)]
     groups = [group_of([lessons[p] for p in positions], cohesion) for positions, cohesion in clusters]
     return sorted((g for g in groups if g.distinct_dates >= min_dates), key=lambda g: g.lesson_ids[0])
 

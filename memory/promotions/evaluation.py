@@ -27,7 +27,12 @@ from django.core.exceptions import ValidationError
 from memory.promotions import detection
 from memory.refs import parse_ref_list
 
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "tests" / "promotions" / "corpus" / "team_memories.json"
+CORPUS_DIR = Path(__file__).resolve().parents[2] / "tests" / "promotions" / "corpus"
+# Restatements that keep naming their subject, with look-alike decoys: what the word rule is for.
+DEFAULT_CORPUS = CORPUS_DIR / "restatements.json"
+# Restatements that share almost no words: what only a model engine can join.
+PARAPHRASE_CORPUS = CORPUS_DIR / "paraphrases.json"
+SHIPPED_CORPORA = (DEFAULT_CORPUS, PARAPHRASE_CORPUS)
 
 
 class CorpusError(ValueError):

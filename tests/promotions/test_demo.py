@@ -1,17 +1,31 @@
 import io
+from datetime import date
 
 import pytest
 
 from memory.models import PromotionCandidate
 from memory.promotions import demo
-from tests.factories import MemoryFactory
+from tests.factories import MemoryFactory, make_lesson
 
 pytestmark = pytest.mark.django_db
 
 
+# Each demo memory also holds lessons about other things, as a real one does: with only its three
+# restatements, every word of them would count as common.
+OTHER_LESSONS = [
+    "Nightly exports of the analytics warehouse finish around 03:00 UTC",
+    "The onboarding wizard keeps its state in local storage between steps",
+    "Feature toggles are read from config/flags.yml when the app boots",
+    "Grafana dashboards for the API live in the ops repository",
+    "PDF invoices are rendered by a headless Chromium in the worker",
+]
+
+
 def test_demo_seed_leaves_pending_candidates_and_can_run_twice():
     for _ in range(3):
-        MemoryFactory()
+        memory = MemoryFactory()
+        for i, text in enumerate(OTHER_LESSONS):
+            make_lesson(memory, text, day=date(2025, 12, 1 + i))
     out = io.StringIO()
     demo.seed(out)
     assert PromotionCandidate.objects.filter(status="pending").count() == 3

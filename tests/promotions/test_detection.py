@@ -52,7 +52,7 @@ def test_shared_words_with_a_shared_file_group_lessons(memory):
     make_lesson(memory, "Retry budget for the payment client is three attempts", refs="src/pay/client.py#L40", day=date(2026, 1, 1))
     make_lesson(memory, "Payment client retries stop after three attempts with jitter", refs="src/pay/client.py#L44",
                 day=date(2026, 1, 5))
-    make_lesson(memory, "The payment client retry budget must stay small to avoid double charges",
+    make_lesson(memory, "Keep the payment client retry budget at three attempts to avoid double charges",
                 refs="src/pay/client.py", day=date(2026, 1, 9))
     (candidate,) = promotion_detect(memory=memory).created
     assert candidate.supporting.count() == 3

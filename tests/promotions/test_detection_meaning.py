@@ -166,3 +166,55 @@ def test_the_redetect_command_re_evaluates_old_candidates_once(memory, themed):
     assert "re-evaluated 1 memory; 0 pending candidates of an earlier detector left" in out.getvalue()
     call_command("redetect_promotions", stdout=out)
     assert "re-evaluated 0 memories" in out.getvalue()
+
+
+LOCK_ORDER = [
+    ("Two transfers between the same accounts deadlocked: post_transfer() locks the source row, then the destination",
+     date(2026, 1, 14)),
+    ("Lock both account rows in ascending id order in post_transfer(), whichever is source or destination",
+     date(2026, 2, 4)),
+    ("Deadlock again on account rows during month-end transfers; the lock order still followed source then destination",
+     date(2026, 2, 19)),
+]
+LOOK_ALIKE = ("post_transfer() refuses a transfer out of a frozen source account and answers 409",
+              date(2026, 1, 30))
+LEDGER_PATH = "src/ledger/transfers.py"
+
+
+def test_a_look_alike_tied_to_one_member_leaves_the_group():
+    texts = LOCK_ORDER + [LOOK_ALIKE] + [(t, date(2025, 12, 1)) for t in OTHER_LESSONS]
+    paths = {i: [LEDGER_PATH] for i in range(1, 5)}
+    facts = _facts(texts, paths)
+    groups = detection.find_groups(facts, min_dates=3)
+    assert [g.lesson_ids for g in groups] == [[1, 2, 3]]
+
+
+def test_loose_member_trimming_keeps_a_group_whose_members_are_tied_to_each_other():
+    class Table:
+        """Similarities given by hand: 0-1-2 restate one lesson, 3 is close to 0 only."""
+
+        scores = {(0, 1): 0.30, (0, 2): 0.25, (1, 2): 0.28, (0, 3): 0.30, (1, 3): 0.04, (2, 3): 0.05}
+
+        def __call__(self, p, q):
+            return self.scores[min(p, q), max(p, q)]
+
+    members, mean = detection.trim_loose_members([0, 1, 2, 3], Table())
+    assert members == [0, 1, 2]
+    assert mean == pytest.approx((0.30 + 0.25 + 0.28) / 3)
+    assert detection.trim_loose_members([0, 1, 2], Table())[0] == [0, 1, 2]
+
+
+def test_a_files_subject_words_count_less_between_lessons_citing_it():
+    texts = [
+        ("The refund endpoint token must carry the refunds:write scope", date(2026, 5, 1)),
+        ("Refund endpoint pagination ignores the token page parameter", date(2026, 5, 9)),
+        ("Refund endpoint logs every token it rejects", date(2026, 5, 20)),
+    ] + [(t, date(2025, 12, 1)) for t in OTHER_LESSONS]
+    plain = detection.Similarity(_facts(texts))
+    cited = detection.Similarity(_facts(texts, {1: ["src/api/refunds.py"], 2: ["src/api/refunds.py"],
+                                                3: ["src/api/refunds.py"]}))
+    # "refund", "endpoint" and "token" are in all three lessons citing refunds.py: they name the file's
+    # subject. Clustering still sees them in full; telling a look-alike from a restatement does not.
+    assert cited(0, 1) == plain(0, 1)
+    assert cited.specific(0, 1) < plain.specific(0, 1) == plain(0, 1)
+    assert cited.specific(0, 1) == pytest.approx(plain(0, 1) * (1 - detection.FILE_TOPIC_WEIGHT), rel=0.35)

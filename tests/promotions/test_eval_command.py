@@ -33,14 +33,25 @@ def test_the_measures_follow_their_definitions():
                                 "pair_precision": 0.667, "pair_recall": 0.667}
 
 
-def test_the_shipped_corpus_is_scored_per_memory_and_held_out_apart():
+def test_both_shipped_corpora_are_scored_per_memory_and_held_out_apart():
     out = io.StringIO()
     call_command("eval_promotions", stdout=out)
     text = out.getvalue()
-    assert "candidates  cand.prec" in text
-    assert "plataforma-infra (held out)" in text and "tuned memories" in text and "held-out memories" in text
-    lessons = sum(len(m.lessons) for m in evaluation.load_corpus(evaluation.DEFAULT_CORPUS))
-    assert lessons >= 60
+    assert text.count("candidates  cand.prec") == 2
+    assert "restatements.json" in text and "paraphrases.json" in text
+    assert "security-review (held out)" in text and "plataforma-infra (held out)" in text
+    assert text.count("tuned memories") == 2 and text.count("held-out memories") == 2
+    for corpus in evaluation.SHIPPED_CORPORA:
+        memories = evaluation.load_corpus(corpus)
+        assert sum(len(m.lessons) for m in memories) >= 60 and len(memories) >= 4
+
+
+def test_the_word_rule_meets_its_targets_on_the_restatement_corpus():
+    scores = evaluation.total(evaluation.evaluate(evaluation.load_corpus(evaluation.DEFAULT_CORPUS)))
+    assert scores.candidate_precision >= 0.90
+    assert scores.theme_recall >= 0.75
+    assert scores.pair_precision >= 0.85
+    assert scores.pair_recall >= 0.75
 
 
 def test_show_lists_the_candidates_by_lesson_id(tmp_path):

@@ -1,4 +1,4 @@
-"""python manage.py eval_promotions [CORPUS] — score promotion detection on a labelled corpus."""
+"""python manage.py eval_promotions [CORPUS ...] — score promotion detection on a labelled corpus."""
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -16,15 +16,19 @@ class Command(BaseCommand):
             "candidate precision, theme recall, pair precision and pair recall. Writes nothing.")
 
     def add_arguments(self, parser):
-        parser.add_argument("corpus", nargs="?", default=str(evaluation.DEFAULT_CORPUS),
-                            help="corpus file (default: the labelled corpus shipped with the tests)")
+        parser.add_argument("corpus", nargs="*", default=[str(p) for p in evaluation.SHIPPED_CORPORA],
+                            help="corpus files (default: the two labelled corpora shipped with the tests)")
         parser.add_argument("--show", action="store_true", help="list each memory's candidates")
 
     def handle(self, *args, corpus, show, **options):
         try:
-            memories = evaluation.load_corpus(corpus)
+            corpora = [(path, evaluation.load_corpus(path)) for path in corpus]
         except evaluation.CorpusError as exc:
             raise CommandError(str(exc)) from None
+        for path, memories in corpora:
+            self._report(path, memories, show)
+
+    def _report(self, corpus, memories, show):
         results = evaluation.evaluate(memories)
         out = self.stdout
         out.write(f"corpus: {corpus}")
