@@ -65,6 +65,9 @@ LOOSE_MEMBER_RATIO = 0.75
 # closest, is under this many times the link threshold. A restatement worded further off than the
 # rest is still close to more than one of them.
 BEYOND_ONE_FACTOR = 1.5
+# In a memory this small, term weights are too coarse to tell a look-alike from a restatement
+# worded further off (every word of a three-lesson memory is "common"), so nobody is trimmed.
+TRIM_MIN_LESSONS = 20
 # A term used by more lessons than this is too common to find pairs through (it still
 # counts in the norms, so it weakens similarity rather than strengthening it).
 MIN_COMMON_TERM_LIMIT = 50
@@ -339,7 +342,9 @@ def find_groups(lessons, *, min_dates):
     """Groups of at least two lessons saying the same thing on >= min_dates dates (their own dates)."""
     lessons = sorted(lessons, key=lambda f: f.id)
     sim = Similarity(lessons)
-    clusters = [trim_loose_members(positions, sim) for positions, _ in average_linkage(sim)]
+    clusters = average_linkage(sim)
+    if len(lessons) >= TRIM_MIN_LESSONS:
+        clusters = [trim_loose_members(positions, sim) for positions, _ in clusters]
     groups = [group_of([lessons[p] for p in positions], cohesion) for positions, cohesion in clusters]
     return sorted((g for g in groups if g.distinct_dates >= min_dates), key=lambda g: g.lesson_ids[0])
 

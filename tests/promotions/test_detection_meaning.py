@@ -181,8 +181,23 @@ LOOK_ALIKE = ("post_transfer() refuses a transfer out of a frozen source account
 LEDGER_PATH = "src/ledger/transfers.py"
 
 
+# A memory needs some size before look-alikes are told apart (detection.TRIM_MIN_LESSONS).
+MORE_LESSONS = [
+    "Sentry releases are tagged with the git SHA by the deploy job",
+    "The mobile app reads its API base URL from the remote config",
+    "Search results are cached for five minutes per query and locale",
+    "Staging uses a copy of production data with emails scrambled",
+    "The cron container runs in UTC; schedules are written in UTC",
+    "Image uploads are resized by a Lambda before they reach the bucket",
+    "Admin users must enable two-factor login before their first change",
+    "The GraphQL gateway rejects queries deeper than ten levels",
+    "Translations are pulled from the vendor every night at 02:00",
+    "Slow query log threshold on the primary database is 500 ms",
+]
+
+
 def test_a_look_alike_tied_to_one_member_leaves_the_group():
-    texts = LOCK_ORDER + [LOOK_ALIKE] + [(t, date(2025, 12, 1)) for t in OTHER_LESSONS]
+    texts = LOCK_ORDER + [LOOK_ALIKE] + [(t, date(2025, 12, 1)) for t in OTHER_LESSONS + MORE_LESSONS]
     paths = {i: [LEDGER_PATH] for i in range(1, 5)}
     facts = _facts(texts, paths)
     groups = detection.find_groups(facts, min_dates=3)
@@ -218,3 +233,14 @@ def test_a_files_subject_words_count_less_between_lessons_citing_it():
     assert cited(0, 1) == plain(0, 1)
     assert cited.specific(0, 1) < plain.specific(0, 1) == plain(0, 1)
     assert cited.specific(0, 1) == pytest.approx(plain(0, 1) * (1 - detection.FILE_TOPIC_WEIGHT), rel=0.35)
+
+
+def test_a_small_memory_keeps_a_restatement_worded_further_off(memory):
+    # Three lessons and nothing else: too few for word weights to tell a look-alike, so none is trimmed.
+    lessons = [make_lesson(memory, text, refs="src/webhooks.py#L10", day=date(2026, 1, 1 + i)) for i, text in enumerate([
+        "Verify the webhook signature before parsing the payload",
+        "Webhook payload parsing happens after signature verification",
+        "Verify webhook signatures first; parsing before it accepted forged events",
+    ])]
+    (candidate,) = promotion_detect(memory=memory).created
+    assert set(candidate.supporting.all()) == set(lessons)
