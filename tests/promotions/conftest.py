@@ -38,3 +38,16 @@ def verdict(lessons, keep=None, *, core=True, reason="They state the same lesson
     """A verify_group answer keeping `keep` (default: every lesson)."""
     keep = lessons if keep is None else keep
     return ("verify_group", {"same_lesson": [l.pk for l in keep], "deserves_core": core, "reason": reason})
+
+
+def grouping(*groups):
+    """A propose_groups answer: each group a dict of ids (or lessons), existing key, summary and reason."""
+    answer = []
+    for group in groups:
+        entry = dict(group)
+        entry["ids"] = [getattr(i, "pk", i) for i in entry["ids"]]
+        entry.setdefault("reason", "They state the same lesson.")
+        if "existing" not in entry:
+            entry.setdefault("summary", "The same lesson.")
+        answer.append(entry)
+    return ("propose_groups", {"groups": answer})
