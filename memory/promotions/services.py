@@ -504,8 +504,12 @@ def promotion_detect_run(*, memory_id):
         _set_status(memory_id, "failed", str(exc))
         return 0
     n, gone = len(result.created), len(result.superseded)
-    _set_status(memory_id, "done", f"Detection found {n} new candidate{'s' if n != 1 else ''}"
-                                   + (f" and superseded {gone}." if gone else "."))
+    message = f"Detection found {n} new candidate{'s' if n != 1 else ''}" + (f" and superseded {gone}." if gone else ".")
+    run = result.run
+    if run is not None and run.calls:
+        message += (f" The model was called {run.calls} time{'s' if run.calls != 1 else ''} "
+                    f"({run.tokens_in + run.tokens_out:,} tokens).")
+    _set_status(memory_id, "done", message)
     return n
 
 
