@@ -239,7 +239,7 @@ def model_detector(engine, *, batch_tokens, max_output_tokens, token_budget=None
         budget = proposals.Budget(token_budget, engine.recorder)
         placements = proposals.Placements()
         items = [proposals.Item(id=l.id, day=l.day, text=l.text) for l in memory.lessons]
-        proposals.place(engine, items, placements, facts_by_id=facts_by_id, batch_tokens=batch_tokens,
+        proposals.place(engine, items, placements, batch_tokens=batch_tokens,
                         max_output_tokens=max_output_tokens, budget=budget)
         words = detection.detect(facts, min_dates=memory.threshold)
         merged = proposals.merge(words, placements.groups, facts_by_id, min_dates=memory.threshold)

@@ -7,15 +7,18 @@ tool, `propose_groups`, which of them state one and the same lesson.
 
 Batches. Lessons are sent in batches of about PROMOTION_PROPOSAL_BATCH_TOKENS input tokens
 (estimated as UTF-8 bytes / 4, which overcounts English a little and counts accented text more, as
-tokenizers do). Lessons the word rule finds close are sent next to each other (clusters of at most
-MAX_MEMBERS, closest pairs first), the rest by date, so that likely restatements share a batch.
+tokenizers do), in date order: a lesson is mostly restated within weeks, so restatements tend to
+share a batch, and what came just before a batch is in its context.
 
-Joining across batches and runs. Every batch also carries one line per group found so far (its
-key, size and one-line summary, newest first, up to a third of the batch). The model may put new
-lessons into one of those groups by its key instead of opening a new one. What the model placed is
-stored (services.py: ModelGroup, ModelPlacement), so a later run sends only the lessons not placed
-yet (new or edited ones) next to the summaries: its cost follows what was added, not the memory's
-size.
+Joining across batches and runs. Every batch also carries, as context, one line per group found
+so far (its key, size and one-line summary, most recently changed first) and the newest earlier
+lessons that are in no group yet, in at most half of the batch (next_batch). The
+model may put new lessons into one of those groups by its key, or open a group with earlier lone
+lessons, so a restatement meets an earlier lesson sent in another batch or another run. What the
+model placed is stored (services.py: ModelGroup, ModelPlacement), so a later run sends as lessons
+to place only those not placed yet (new or edited ones): its cost follows what was added plus a
+bounded context, not the memory's size. An earlier lesson older than the lone-lesson window is met
+only by the word rule.
 
 Strict answers. An answer that names a lesson not in the batch, puts a lesson in two groups, names
 a group that was not offered, leaves a new group without a summary, or is not one readable call of
@@ -28,7 +31,7 @@ same distinct-dates rule as the word rule's groups alone.
 
 import json
 import math
-from collections import Counter, defaultdict, deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -38,8 +41,9 @@ from memory.promotions import detection, verification
 PURPOSE = "promotion grouping"
 # Engines that can be asked; the offline engine has no model, and scripted engines play other scripts.
 MODEL_PROVIDERS = ("anthropic", "openai")
-# Group summaries take at most this share of a batch; the rest is for lessons.
-SUMMARY_SHARE = 1 / 3
+# The context (group summaries and earlier lone lessons) takes at most this share of a batch; the
+# rest is for the lessons to place.
+CONTEXT_SHARE = 1 / 2
 MAX_SUMMARY_CHARS = 200
 MAX_REASON_CHARS = 300
 # Budget estimate of an answer: ids and a short line per group.
@@ -56,17 +60,21 @@ SYSTEM_PROMPT = (
 PROMPT_TEMPLATE = """Groups found so far (key | lessons in it | the lesson they state):
 {groups}
 
+Earlier lessons in no group yet (id | date | lesson):
+{earlier}
+
 New lessons (id | date | lesson):
 {lessons}
 
 Call propose_groups exactly once, listing every group of lessons that state one and the same
 lesson (the same fact, rule or decision, whatever the wording or language):
-- To add new lessons to a group found so far, give its key as "existing" and the new lessons' ids.
-- For a new group, leave "existing" out, give the ids of at least two new lessons and a "summary":
+- To add lessons to a group found so far, give its key as "existing" and the lessons' ids.
+- For a new group, leave "existing" out, give the ids of at least two lessons and a "summary":
   the shared lesson in one line of English.
+- A group may hold new lessons and earlier lessons in no group yet.
 - "reason": one short sentence a reviewer can read, saying why these lessons belong together.
-- Put a lesson in at most one group and use only the ids listed under "New lessons". Leave out a
-  lesson that restates nothing else; lessons that only share a topic or a file are not a group.
+- Put a lesson in at most one group and use only the ids listed above. Leave out a lesson that
+  restates nothing else; lessons that only share a topic or a file are not a group.
 - If no lessons belong together, call propose_groups with an empty list.
 """
 
@@ -84,7 +92,7 @@ PROPOSE_TOOL = Tool(
                         "existing": {"type": "string",
                                      "description": "key of a group found so far (G1, G2, ...) the lessons join"},
                         "ids": {"type": "array", "items": {"type": "integer"},
-                                "description": "ids of new lessons that state this lesson"},
+                                "description": "ids of lessons (new, or earlier in no group) that state this lesson"},
                         "summary": {"type": "string", "description": "a new group's lesson, in one line"},
                         "reason": {"type": "string", "description": "one sentence for the reviewer"},
                     },
@@ -142,10 +150,12 @@ class ModelGroupState:
 
 @dataclass
 class Placements:
-    """What the model has placed in one memory: its groups and every lesson it has been shown."""
+    """What the model has placed in one memory: its groups, every lesson it has been shown, and the
+    lessons it left alone that may still be offered as context ({id: Item}, the recent ones)."""
 
     groups: list = field(default_factory=list)
     placed: set = field(default_factory=set)
+    lone: dict = field(default_factory=dict)
 
     def next_touch(self):
         return max((g.touched for g in self.groups), default=0) + 1
@@ -155,6 +165,7 @@ class Placements:
 class Batch:
     items: list
     offered: list  # ModelGroupState, in the order of their keys G1, G2, ...
+    earlier: list  # Items placed alone before, shown as context
     input_tokens: int
 
     @property
@@ -193,70 +204,64 @@ class Budget:
 # -- batching ---------------------------------------------------------------------------------------
 
 
-def order_for_batches(items, facts_by_id):
-    """Lessons the word rule finds close next to each other (clusters of at most MAX_MEMBERS, joined
-    closest pair first), clusters and lone lessons by their first date."""
-    items = sorted(items, key=lambda i: i.id)
-    facts = [facts_by_id[i.id] for i in items]
-    n = len(items)
-    parent, size = list(range(n)), [1] * n
-
-    def root(k):
-        while parent[k] != k:
-            parent[k] = parent[parent[k]]
-            k = parent[k]
-        return k
-
-    if n > 1:
-        pairs = detection.similarities(facts, minimum=detection.link_similarity(n))
-        for (a, b), _ in sorted(pairs.items(), key=lambda kv: -kv[1]):
-            ra, rb = root(a), root(b)
-            if ra != rb and size[ra] + size[rb] <= detection.MAX_MEMBERS:
-                parent[rb] = ra
-                size[ra] += size[rb]
-    clusters = defaultdict(list)
-    for k, item in enumerate(items):
-        clusters[root(k)].append(item)
-
-    def when(item):
-        return (item.day or date.min, item.id)
-
-    ordered = sorted((sorted(c, key=when) for c in clusters.values()), key=lambda c: when(c[0]))
-    return [item for cluster in ordered for item in cluster]
+def order_for_batches(items):
+    """Lessons by date (undated first), then id: a lesson is restated mostly within weeks, so
+    neighbours in time share a batch, and an earlier lesson is in the context of a later one."""
+    return sorted(items, key=lambda item: (item.day or date.min, item.id))
 
 
 def _summary_line(key, group):
     return f"{key} | {len(group.ids)} | {group.summary}"
 
 
-def next_batch(queue, groups, batch_tokens):
-    """Take the next batch off `queue` (a deque of Items): the newest group summaries that fit in a
-    third of the batch, then lessons until the batch is full (always at least one lesson)."""
-    offered, room = [], batch_tokens * SUMMARY_SHARE
-    used = FIXED_TOKENS
-    for group in sorted(groups, key=lambda g: -g.touched):
-        cost = estimate_tokens(_summary_line(f"G{len(offered) + 1}", group)) + 1
-        if cost > room:
+def _newest_lone(lone):
+    return sorted(lone.values(), key=lambda item: (item.day or date.min, item.id), reverse=True)
+
+
+def _fit(costs, room):
+    """How many of these (in order) fit in `room` tokens, and their tokens."""
+    taken = used = 0
+    for cost in costs:
+        if used + cost > room:
             break
-        room -= cost
+        taken += 1
         used += cost
-        offered.append(group)
-    items = []
+    return taken, used
+
+
+def next_batch(queue, placements, batch_tokens):
+    """Take the next batch off `queue` (a deque of Items).
+
+    The lessons to place take at least half of the batch (always at least one lesson); the context
+    fills the rest: the most recently changed groups' summaries and the newest earlier lone lessons,
+    half each when both need more, so a small batch (a run after a few appends) shows the model
+    further back.
+    """
+    free = batch_tokens - FIXED_TOKENS
+    groups = sorted(placements.groups, key=lambda g: -g.touched)
+    group_costs = [estimate_tokens(_summary_line(f"G{n}", g)) + 1 for n, g in enumerate(groups, 1)]
+    lone = _newest_lone(placements.lone)
+    lone_costs = [estimate_tokens(item.line) + 1 for item in lone]
+    context = min(sum(group_costs) + sum(lone_costs), free * CONTEXT_SHARE)
+    items, used = [], 0
     while queue:
         cost = estimate_tokens(queue[0].line) + 1
-        if items and used + cost > batch_tokens:
+        if items and used + cost > free - context:
             break
         items.append(queue.popleft())
         used += cost
-    return Batch(items=items, offered=offered, input_tokens=used)
+    room = free - used
+    n_groups, group_tokens = _fit(group_costs, max(room - sum(lone_costs), room / 2))
+    n_lone, lone_tokens = _fit(lone_costs, room - group_tokens)
+    return Batch(items=items, offered=groups[:n_groups], earlier=lone[:n_lone][::-1],
+                 input_tokens=FIXED_TOKENS + used + group_tokens + lone_tokens)
 
 
-def plan(items, groups, batch_tokens):
-    """The batches these items would take if the model made no new group (the estimate before a run)."""
-    queue = deque(items)
-    batches = []
+def plan(items, placements, batch_tokens):
+    """The batches these items would take with the context as it is now (the estimate before a run)."""
+    queue, batches = deque(items), []
     while queue:
-        batches.append(next_batch(queue, groups, batch_tokens))
+        batches.append(next_batch(queue, placements, batch_tokens))
     return batches
 
 
@@ -275,17 +280,18 @@ def _one_line(value, limit):
     return " ".join(value.split())[:limit]
 
 
-def parse_answer(arguments, batch_ids, offered):
+def parse_answer(arguments, batch_ids, offered, earlier_ids=()):
     """The tool arguments as [Assignment], or ProposalError saying what is wrong with them.
 
-    offered: {key: ModelGroupState} of the groups shown in this batch.
+    batch_ids: the lessons to place; earlier_ids: the earlier lone lessons shown with them;
+    offered: {key: ModelGroupState} of the groups shown.
     """
     if not isinstance(arguments, dict):
         raise ProposalError("the answer is not a JSON object")
     groups = arguments.get("groups")
     if not isinstance(groups, list):
         raise ProposalError("the answer lacks a list of groups")
-    batch_ids = set(batch_ids)
+    batch_ids = set(batch_ids) | set(earlier_ids)
     seen, result = set(), []
     for n, entry in enumerate(groups, 1):
         if not isinstance(entry, dict):
@@ -323,7 +329,8 @@ def parse_answer(arguments, batch_ids, offered):
 
 def _prompt(batch):
     groups = "\n".join(_summary_line(f"G{n}", g) for n, g in enumerate(batch.offered, 1)) or "(none yet)"
-    return PROMPT_TEMPLATE.format(groups=groups, lessons="\n".join(item.line for item in batch.items))
+    earlier = "\n".join(item.line for item in batch.earlier) or "(none)"
+    return PROMPT_TEMPLATE.format(groups=groups, earlier=earlier, lessons="\n".join(item.line for item in batch.items))
 
 
 def ask(engine, batch, *, max_tokens):
@@ -346,11 +353,12 @@ def ask(engine, batch, *, max_tokens):
     if len(answers) != 1:
         raise ProposalError(f"the {label} answer called propose_groups {len(answers)} times instead of once")
     offered = {f"G{n}": g for n, g in enumerate(batch.offered, 1)}
-    return parse_answer(answers[0], [item.id for item in batch.items], offered)
+    return parse_answer(answers[0], [item.id for item in batch.items], offered, [item.id for item in batch.earlier])
 
 
 def apply(placements, batch, assignments):
-    """Record one batch's answer; returns the groups it created or changed."""
+    """Record one batch's answer; returns the groups it created or changed (an earlier lone lesson
+    put into a group leaves the lone lessons)."""
     changed = []
     for assignment in assignments:
         group = assignment.existing
@@ -361,11 +369,17 @@ def apply(placements, batch, assignments):
         group.reason = assignment.reason or group.reason
         group.touched = placements.next_touch()
         changed.append(group)
-    placements.placed |= {item.id for item in batch.items}
+        for i in assignment.ids:
+            placements.lone.pop(i, None)
+    grouped = {i for a in assignments for i in a.ids}
+    for item in batch.items:
+        placements.placed.add(item.id)
+        if item.id not in grouped:
+            placements.lone[item.id] = item
     return changed
 
 
-def place(engine, items, placements, *, facts_by_id, batch_tokens, max_output_tokens, budget, on_batch=None):
+def place(engine, items, placements, *, batch_tokens, max_output_tokens, budget, on_batch=None):
     """Show the model `items` (lessons it has not placed) batch by batch, updating `placements`.
 
     on_batch(batch, changed_groups) runs after each answer is accepted (the service stores it
@@ -375,14 +389,14 @@ def place(engine, items, placements, *, facts_by_id, batch_tokens, max_output_to
     items = [item for item in items if item.id not in placements.placed]
     if not items:
         return 0
-    ordered = order_for_batches(items, facts_by_id)
-    batches = plan(ordered, placements.groups, batch_tokens)
+    ordered = order_for_batches(items)
+    batches = plan(ordered, placements, batch_tokens)
     budget.check(sum(b.estimate for b in batches),
                  f"grouping {len(items)} lesson{'s' if len(items) != 1 else ''} in {len(batches)} "
                  f"batch{'es' if len(batches) != 1 else ''}")
     queue, sent = deque(ordered), 0
     while queue:
-        batch = next_batch(queue, placements.groups, batch_tokens)
+        batch = next_batch(queue, placements, batch_tokens)
         sent += 1
         budget.check(batch.estimate, f"grouping batch {sent} ({len(batch.items)} lessons)")
         try:

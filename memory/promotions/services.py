@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -234,6 +235,14 @@ def _placements(memory, facts):
         state.placed.add(lesson_id)
         if group_id in groups:
             groups[group_id].ids.add(lesson_id)
+    # The newest lessons the model left alone, as many as could be offered as context in one batch.
+    enough = math.ceil(settings.PROMOTION_PROPOSAL_BATCH_TOKENS / 10)
+    for pk, text, day, undated in (
+        Lesson.objects.filter(model_placement__memory=memory, model_placement__group__isnull=True,
+                              tier=Tier.WORKING, status=LessonStatus.ACTIVE)
+        .order_by("-lesson_date", "-id").values_list("id", "text", "lesson_date", "undated")[:enough]
+    ):
+        state.lone[pk] = proposals.Item(id=pk, day=None if undated else day, text=text)
     return state
 
 
@@ -249,6 +258,10 @@ def _store_placements(memory, batch, changed, hashes):
             ModelGroup.objects.filter(pk=group.pk).update(reason=group.reason, updated_at=now)
     owner = {i: group.pk for group in changed for i in group.ids}
     ids = [item.id for item in batch.items]
+    for group in changed:
+        joined = [item.id for item in batch.earlier if item.id in group.ids]
+        if joined:
+            ModelPlacement.objects.filter(lesson_id__in=joined).update(group_id=group.pk)
     ModelPlacement.objects.filter(lesson_id__in=ids).delete()
     ModelPlacement.objects.bulk_create(
         [ModelPlacement(memory=memory, lesson_id=i, group_id=owner.get(i), content_hash=hashes[i], placed_at=now)
@@ -260,14 +273,13 @@ def _store_placements(memory, batch, changed, hashes):
 def _model_groups(memory, facts, engine, budget):
     """The model's groups of this memory, after showing it the lessons it has not placed yet."""
     state = _placements(memory, facts)
-    facts_by_id = {f.id: f for f in facts}
     unplaced = [f for f in facts if f.id not in state.placed]
     rows = _lesson_rows([f.id for f in unplaced], "text", "lesson_date", "undated")
     items = [proposals.Item(id=pk, day=None if undated else day, text=text)
              for pk, (text, day, undated) in sorted(rows.items())]
     hashes = {f.id: f.text_key for f in facts}
     sent = proposals.place(
-        engine, items, state, facts_by_id=facts_by_id, budget=budget,
+        engine, items, state, budget=budget,
         batch_tokens=settings.PROMOTION_PROPOSAL_BATCH_TOKENS,
         max_output_tokens=settings.PROMOTION_PROPOSAL_MAX_OUTPUT_TOKENS,
         on_batch=lambda batch, changed: _store_placements(memory, batch, changed, hashes),

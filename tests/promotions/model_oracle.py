@@ -13,6 +13,17 @@ LESSON_LINE = re.compile(r"^- (\d+) \| ")
 GROUP_LINE = re.compile(r"^(G\d+) \| \d+ \| theme: (.+)$")
 
 
+def section_ids(prompt, heading):
+    """Lesson ids listed under the prompt's section that starts with `heading`."""
+    ids, inside = [], False
+    for line in prompt.splitlines():
+        if line.endswith("(id | date | lesson):"):
+            inside = line.startswith(heading)
+        elif inside and (m := LESSON_LINE.match(line)):
+            ids.append(int(m.group(1)))
+    return ids
+
+
 def request_parts(request):
     """(prompt, tool name or "") of an Anthropic or OpenAI request."""
     body = request.json

@@ -10,7 +10,7 @@ from memory.models import DetectionRun, LLMCall, ModelGroup, ModelPlacement, Pro
 from memory.promotions.services import DetectionError, DetectionOverBudget, promotion_detect
 from tests.factories import SYSTEM, make_lesson
 from tests.promotions.conftest import grouping
-from tests.promotions.model_oracle import LESSON_LINE, ThemeOracle, request_parts
+from tests.promotions.model_oracle import ThemeOracle, request_parts, section_ids
 from tests.promotions.paraphrases import PARAPHRASE_MEMORY
 
 pytestmark = pytest.mark.django_db
@@ -44,9 +44,10 @@ def _members(candidate):
     return set(candidate.supporting.values_list("pk", flat=True))
 
 
-def _sent_ids(request):
+def _sent_ids(request, section="New lessons"):
+    """Ids of the lessons a grouping request asked to place (or listed under another section)."""
     prompt, _ = request_parts(request)
-    return {int(m.group(1)) for line in prompt.splitlines() if (m := LESSON_LINE.match(line))}
+    return set(section_ids(prompt, section))
 
 
 def _grouping_requests(api):
@@ -192,9 +193,11 @@ def test_re_detection_sends_only_the_new_lessons(memory, openai):
     first, second = _grouping_requests(openai)
     assert _sent_ids(first) == {l.pk for l in lessons.values()}
     assert _sent_ids(second) == {added["r3"].pk, added["t3"].pk}
+    # As context: a summary per group, and the earlier lessons the model left alone; no grouped lesson again.
     prompt, _ = request_parts(second)
     assert "G1 | 2 | theme: " in prompt and "G2 | 2 | theme: " in prompt
-    assert not any(lesson.text in prompt for lesson in lessons.values())
+    assert _sent_ids(second, "Earlier lessons") == {lessons["x1"].pk, lessons["x2"].pk}
+    assert not any(lessons[k].text in prompt for k in ("r1", "r2", "t1", "t2"))
     assert {frozenset(_members(c)) for c in result.created} == {
         frozenset(l.pk for k, l in {**lessons, **added}.items() if k.startswith(p)) for p in ("r", "t")}
     assert {c.found_by for c in result.created} == {"model"}
@@ -217,3 +220,23 @@ def test_an_edited_lesson_is_shown_to_the_model_again(memory, openai):
 
     assert _sent_ids(_grouping_requests(openai)[-1]) == {lessons["x1"].pk}
     assert ModelPlacement.objects.count() == 3
+
+
+def test_a_restatement_meets_an_earlier_lesson_left_alone_in_another_run(memory, openai):
+    lessons = _paraphrases(memory, {"t1", "x1"})
+    oracle = _oracle(lessons)
+    openai.respond(oracle)
+    promotion_detect(memory=memory)
+    assert not ModelGroup.objects.exists()  # nothing to group t1 with yet
+
+    for key in ("t2", "t3"):
+        lessons.update(_paraphrases(memory, {key}))
+        oracle.themes.update(_oracle(lessons).themes)
+        result = promotion_detect(memory=memory)
+
+    (candidate,) = result.created
+    assert _members(candidate) == {lessons[k].pk for k in ("t1", "t2", "t3")}
+    second = _grouping_requests(openai)[1]
+    assert _sent_ids(second) == {lessons["t2"].pk}
+    assert _sent_ids(second, "Earlier lessons") == {lessons["t1"].pk, lessons["x1"].pk}
+    assert ModelPlacement.objects.get(lesson=lessons["t1"]).group is not None
