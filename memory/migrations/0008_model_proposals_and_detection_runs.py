@@ -15,7 +15,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='promotioncandidate',
             name='found_by',
-            field=models.CharField(blank=True, choices=[('words', 'shared words'), ('model', 'proposed by the model'), ('both', 'shared words and the model')], default='', max_length=5),
+            field=models.CharField(blank=True, choices=[('words', 'shared words'), ('model', 'the model'), ('both', 'shared words and the model')], default='', max_length=5),
         ),
         migrations.AddField(
             model_name='promotioncandidate',

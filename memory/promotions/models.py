@@ -10,7 +10,7 @@ __all__ = ["PromotionCandidate", "ModelGroup", "ModelPlacement", "DetectionRun"]
 class PromotionCandidate(models.Model):
     class FoundBy(models.TextChoices):
         WORDS = "words", "shared words"
-        MODEL = "model", "proposed by the model"
+        MODEL = "model", "the model"
         BOTH = "both", "shared words and the model"
 
     class Status(models.TextChoices):
