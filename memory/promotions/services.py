@@ -227,14 +227,16 @@ def _placements(memory, facts):
             ModelGroup.objects.filter(memory=memory).order_by("updated_at", "id").values_list("id", "summary", "reason"),
             start=1)
     }
-    state = proposals.Placements(groups=list(groups.values()))
     edited = set(edited)
+    placed = set()
     for pk, lesson_id, group_id, _ in rows:
         if pk in edited:
             continue
-        state.placed.add(lesson_id)
-        if group_id in groups:
+        placed.add(lesson_id)
+        if group_id in groups and lesson_id in current:
             groups[group_id].ids.add(lesson_id)
+    # A group whose lessons all left working memory (promoted, deleted) is no longer offered.
+    state = proposals.Placements(groups=[g for g in groups.values() if g.ids], placed=placed)
     # The newest lessons the model left alone, as many as could be offered as context in one batch.
     enough = math.ceil(settings.PROMOTION_PROPOSAL_BATCH_TOKENS / 10)
     for pk, text, day, undated in (
@@ -249,6 +251,7 @@ def _placements(memory, facts):
 @transaction.atomic
 def _store_placements(memory, batch, changed, hashes):
     """Keep one accepted batch: its new and changed groups and where each of its lessons went."""
+    Memory.objects.select_for_update().filter(pk=memory.pk).first()  # one writer per memory, as detection
     now = timezone.now()
     for group in changed:
         if group.pk is None:

@@ -2,7 +2,6 @@
 groups, and what batching costs on a large memory (the figures the README gives)."""
 
 import random
-from collections import deque
 from datetime import date, timedelta
 
 import pytest
