@@ -16,6 +16,7 @@ from memory.models import (
     AgentToken,
     Change,
     ChangeBatch,
+    DetectionRun,
     Interaction,
     Lesson,
     LessonConfirmation,
@@ -297,6 +298,16 @@ class AgentTokenAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_select_related = ["persona", "project"]
     search_fields = ["prefix", "name", "persona__name"]
     exclude = ["token_hash"]  # a hash is useless to a reader and should not be copied around
+
+
+@admin.register(DetectionRun)
+class DetectionRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["started_at", "memory", "engine", "status", "calls", "tokens_in", "tokens_out", "lessons_sent",
+                    "created"]
+    list_filter = ["status", "engine"]
+    list_select_related = ["memory__persona", "memory__project"]
+    search_fields = ["message"]
+    date_hierarchy = "started_at"
 
 
 @admin.register(LLMCall)

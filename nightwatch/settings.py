@@ -263,6 +263,11 @@ MEMORY_COMPACTION_TARGET_LINES = env_int("MEMORY_COMPACTION_TARGET_LINES", 60, m
 MEMORY_CORE_CHAR_BUDGET = env_int("MEMORY_CORE_CHAR_BUDGET", 4000, minimum=1)
 MEMORY_WORKING_CHAR_BUDGET = env_int("MEMORY_WORKING_CHAR_BUDGET", 8000, minimum=1)
 MEMORY_PROMOTION_THRESHOLD = env_int("MEMORY_PROMOTION_THRESHOLD", 3, minimum=2)
+# With a model engine, detection shows the model a memory's unplaced working lessons in batches of
+# about this many input tokens (a lesson of LESSON_MAX_CHARS always fits), and allows it this
+# many tokens to answer each batch.
+PROMOTION_PROPOSAL_BATCH_TOKENS = env_int("PROMOTION_PROPOSAL_BATCH_TOKENS", 12_000, minimum=2_000)
+PROMOTION_PROPOSAL_MAX_OUTPUT_TOKENS = env_int("PROMOTION_PROPOSAL_MAX_OUTPUT_TOKENS", 4_096, minimum=256)
 # The longest lesson text accepted on any path (API, forms, admin, import, jobs).
 LESSON_MAX_CHARS = env_int("LESSON_MAX_CHARS", 2000, minimum=200)
 

@@ -126,7 +126,8 @@ class PersonaAdmin(admin.ModelAdmin):
         ("Soul", {"fields": ["soul"], "description": "Who the persona is: identity, worldview, opinions, limits."}),
         ("Style", {"fields": ["style"], "description": "How the persona speaks."}),
         ("Skill", {"fields": ["skill"], "description": "How the persona works: modes and standing instructions."}),
-        ("Model", {"fields": ["provider", "model_name", "max_tokens", "temperature", "base_url"]}),
+        ("Model", {"fields": ["provider", "model_name", "max_tokens", "temperature", "base_url",
+                              "detection_token_budget"]}),
         ("Prompts", {"classes": ["collapse"], "fields": [
             "system_prompt_override", "reflection_prompt", "refinement_prompt", "refinement_threshold"]}),
         ("Timestamps", {"classes": ["collapse"], "fields": ["created_at", "updated_at"]}),

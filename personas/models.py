@@ -66,6 +66,12 @@ class Persona(models.Model):
     max_tokens = models.PositiveIntegerField(default=1024, validators=[MinValueValidator(1), MaxValueValidator(200_000)])
     temperature = models.FloatField(default=0.5, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)])
     base_url = models.URLField(blank=True, help_text="Optional API base URL (a proxy or gateway).")
+    detection_token_budget = models.PositiveIntegerField(
+        default=200_000,
+        validators=[MinValueValidator(1_000), MaxValueValidator(100_000_000)],
+        help_text="Most model tokens (in and out) one promotion detection run of this persona's memories may use; "
+                  "a run that would need more stops before the call, with a message, and changes no candidate.",
+    )
 
     system_prompt_override = models.TextField(
         blank=True, help_text="Replaces the identity, soul, style and skill sections. Memory is still appended."

@@ -115,6 +115,7 @@ class Engine(Protocol):
         max_turns: int = 20,
         should_stop: Callable[[], bool] | None = None,
         offline_policy: OfflinePolicy | None = None,
+        max_tokens: int | None = None,  # longest answer; the engine's configured max_tokens when None
     ) -> ToolSession: ...
 
 

@@ -29,7 +29,7 @@ class OfflineEngine:
         raise EngineError(message)
 
     def run_tools(self, *, system, prompt, tools, handler, purpose, max_turns=20, should_stop=None,
-                  offline_policy=None):
+                  offline_policy=None, max_tokens=None):
         started = time.monotonic()
         if offline_policy is None:
             message = f"the offline engine needs a policy for '{purpose}'"

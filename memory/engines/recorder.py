@@ -13,16 +13,19 @@ _MAX_ERROR_CHARS = 2000
 
 
 class CallRecorder:
-    def __init__(self, *, persona=None, memory=None):
+    """persist=False keeps the rows in `calls` only (a scoring run that must write nothing)."""
+
+    def __init__(self, *, persona=None, memory=None, persist=True):
         if persona is None and memory is not None:
             persona = memory.persona
         self.persona = persona
         self.memory = memory
+        self.persist = persist
         self.calls: list[LLMCall] = []
 
     def record(self, *, purpose, provider, model="", tokens_in=0, tokens_out=0, latency_ms=0, outcome=OK,
                error=""):
-        call = LLMCall.objects.create(
+        call = (LLMCall.objects.create if self.persist else LLMCall)(
             persona=self.persona,
             memory=self.memory,
             purpose=(purpose or "unspecified")[:50],
@@ -41,3 +44,8 @@ class CallRecorder:
     def errors(self):
         return [c for c in self.calls if c.outcome == ERROR]
 
+
+    def totals(self, since=0):
+        """(calls, tokens in, tokens out) of the calls recorded after the first `since`."""
+        calls = self.calls[since:]
+        return len(calls), sum(c.tokens_in for c in calls), sum(c.tokens_out for c in calls)

@@ -38,7 +38,11 @@ def get_engine(persona, *, memory=None):
     recorder = CallRecorder(persona=persona, memory=memory)
     if _override is not None:
         return _overridden(_override, persona, memory, recorder)
-    config = engine_config(persona)
+    return engine_for_config(engine_config(persona), recorder)
+
+
+def engine_for_config(config, recorder):
+    """The engine of `config.provider` (no override): for a run outside any persona."""
     if config.provider == "offline":
         return OfflineEngine(config, recorder=recorder)
     if config.provider == "anthropic":

@@ -67,7 +67,7 @@ class ScriptedEngine:
                           stop_reason="end_turn")
 
     def run_tools(self, *, system, prompt, tools, handler, purpose, max_turns=20, should_stop=None,
-                  offline_policy=None):
+                  offline_policy=None, max_tokens=None):
         self.requests.append(("run_tools", system, prompt, purpose))
         session = ToolSession()
         self.sessions.append(session)

@@ -245,8 +245,9 @@ class SDKEngine:
                           tokens_out=turn.tokens_out, stop_reason=turn.stop_reason)
 
     def run_tools(self, *, system, prompt, tools, handler, purpose, max_turns=20, should_stop=None,
-                  offline_policy=None):
+                  offline_policy=None, max_tokens=None):
         conversation = self._start(system, prompt)
+        max_tokens = max_tokens or self.config.max_tokens
         session = ToolSession()
         while True:
             if should_stop and should_stop():
@@ -256,7 +257,7 @@ class SDKEngine:
                 session.stopped_by = "max_turns"
                 return session
             turn = self._round_trip(
-                purpose, lambda client: self._ask(client, system, conversation, tools, self.config.max_tokens)
+                purpose, lambda client: self._ask(client, system, conversation, tools, max_tokens)
             )
             session.turns += 1
             session.tokens_in += turn.tokens_in

@@ -12,11 +12,14 @@ Measures, summed over the memories scored:
 - pair recall: pairs of a recurring theme's lessons found together in a candidate / all such pairs.
 
 Nothing is written to the database: the lessons are scored in memory through the same detection
-(and, with a model engine, the same verification) the product runs.
+the product runs. With a model engine (model_detector) that is the word rule, the model's grouping
+of every lesson (batched as in the product, starting from no placed lesson) merged with it, and
+the model's check of each group; the engine's calls are counted, not logged.
 """
 
 import json
 from collections import defaultdict
+from types import SimpleNamespace
 from dataclasses import dataclass, field
 from datetime import date
 from itertools import combinations
@@ -24,7 +27,7 @@ from pathlib import Path
 
 from django.core.exceptions import ValidationError
 
-from memory.promotions import detection
+from memory.promotions import detection, proposals
 from memory.refs import parse_ref_list
 
 CORPUS_DIR = Path(__file__).resolve().parents[2] / "tests" / "promotions" / "corpus"
@@ -206,18 +209,53 @@ class MemoryResult:
     memory: CorpusMemory
     scores: Scores
     groups: list  # of [corpus lesson keys]
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
 
 
-def evaluate(memories, *, detect=None):
-    """Run detection on each memory; `detect(memory, facts)` returns groups (default: the offline rule)."""
+def evaluate(memories, *, detect=None, recorder=None):
+    """Run detection on each memory; `detect(memory, facts)` returns groups (default: the offline rule).
+
+    With the engine's `recorder`, each result counts the model calls and tokens its memory took.
+    """
     detect = detect or (lambda memory, facts: detection.detect(facts, min_dates=memory.threshold))
     results = []
     for memory in memories:
+        since = len(recorder.calls) if recorder is not None else 0
         groups = [g.lesson_ids for g in detect(memory, facts_for(memory))]
         keys = {l.id: l.key for l in memory.lessons}
+        calls, tokens_in, tokens_out = recorder.totals(since) if recorder is not None else (0, 0, 0)
         results.append(MemoryResult(memory=memory, scores=score(memory, groups),
-                                    groups=[[keys[i] for i in ids] for ids in groups]))
+                                    groups=[[keys[i] for i in ids] for ids in groups],
+                                    calls=calls, tokens_in=tokens_in, tokens_out=tokens_out))
     return results
+
+
+def model_detector(engine, *, batch_tokens, max_output_tokens, token_budget=None):
+    """A `detect` for evaluate() that runs the whole detection with a model engine.
+
+    Raises proposals.ProposalError (OverBudget included) or verification.VerificationError when the
+    model's answers cannot be used.
+    """
+
+    def detect(memory, facts):
+        facts_by_id = {f.id: f for f in facts}
+        budget = proposals.Budget(token_budget, engine.recorder)
+        placements = proposals.Placements()
+        items = [proposals.Item(id=l.id, day=l.day, text=l.text) for l in memory.lessons]
+        proposals.place(engine, items, placements, batch_tokens=batch_tokens,
+                        max_output_tokens=max_output_tokens, budget=budget)
+        words = detection.detect(facts, min_dates=memory.threshold)
+        merged = proposals.merge(words, placements.groups, facts_by_id, min_dates=memory.threshold)
+        lessons = {l.id: SimpleNamespace(text=l.text, lesson_date=l.day) for l in memory.lessons}
+        budget.check(proposals.estimate_checks(merged, {l.id: l.text for l in memory.lessons}),
+                     f"checking {len(merged)} groups")
+        checked = proposals.verify(merged, engine=engine, lessons=lessons, facts_by_id=facts_by_id,
+                                   min_dates=memory.threshold)
+        return [item.group for item, _ in checked]
+
+    return detect
 
 
 def total(results):

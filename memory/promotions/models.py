@@ -4,10 +4,15 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-__all__ = ["PromotionCandidate"]
+__all__ = ["PromotionCandidate", "ModelGroup", "ModelPlacement", "DetectionRun"]
 
 
 class PromotionCandidate(models.Model):
+    class FoundBy(models.TextChoices):
+        WORDS = "words", "shared words"
+        MODEL = "model", "the model"
+        BOTH = "both", "shared words and the model"
+
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
         APPROVED = "approved", "Approved"
@@ -33,6 +38,9 @@ class PromotionCandidate(models.Model):
     # Which detection proposed it; pending candidates of an older detector are re-evaluated once.
     detector = models.CharField(max_length=40, blank=True, default="")
     verification_note = models.TextField(blank=True, help_text="What the model said when it checked the group.")
+    # How detection found the group (blank: a reflection, or a candidate older than this field).
+    found_by = models.CharField(max_length=5, choices=FoundBy.choices, blank=True, default="")
+    proposal_reason = models.TextField(blank=True, help_text="The model's one-line reason for grouping the lessons.")
     created_at = models.DateTimeField(default=timezone.now)
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     decided_by_label = models.CharField(max_length=200, blank=True)
@@ -74,3 +82,67 @@ class PromotionCandidate(models.Model):
     @property
     def pipeline_run_id(self):
         return self.evidence.get("run")
+
+
+class ModelGroup(models.Model):
+    """Working lessons the model said state one lesson, with its one-line summary.
+
+    Kept between detection runs so that a later run shows the model only the lessons it has not
+    placed yet, next to these summaries, instead of the whole memory again.
+    """
+
+    memory = models.ForeignKey("memory.Memory", on_delete=models.CASCADE, related_name="model_groups")
+    summary = models.CharField(max_length=200)
+    reason = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self):
+        return f"Model group #{self.pk}: {self.summary[:60]}"
+
+
+class ModelPlacement(models.Model):
+    """A working lesson the model has been shown, and the group it put it in (none: it stands alone).
+
+    An edited lesson (another content hash) counts as not placed and is shown again.
+    """
+
+    memory = models.ForeignKey("memory.Memory", on_delete=models.CASCADE, related_name="model_placements")
+    lesson = models.OneToOneField("memory.Lesson", on_delete=models.CASCADE, related_name="model_placement")
+    group = models.ForeignKey(ModelGroup, null=True, blank=True, on_delete=models.SET_NULL, related_name="placements")
+    content_hash = models.CharField(max_length=64)
+    placed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["memory", "group"], name="placement_memory_group")]
+
+
+class DetectionRun(models.Model):
+    """One detection run of a memory: its engine, what it cost and how it ended."""
+
+    class Status(models.TextChoices):
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+        OVER_BUDGET = "over_budget", "Stopped by the token budget"
+
+    memory = models.ForeignKey("memory.Memory", on_delete=models.CASCADE, related_name="detection_runs")
+    engine = models.CharField(max_length=40)
+    status = models.CharField(max_length=12, choices=Status.choices)
+    message = models.TextField(blank=True)
+    calls = models.PositiveIntegerField(default=0, help_text="Model calls (HTTP attempts included).")
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    lessons_sent = models.PositiveIntegerField(default=0, help_text="Lessons shown to the model for grouping.")
+    created = models.PositiveIntegerField(default=0, help_text="Candidates created.")
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [models.Index(fields=["memory", "-started_at"], name="detectionrun_memory_recent")]
+
+    def __str__(self):
+        return f"Detection of memory {self.memory_id} ({self.status}, {self.calls} calls)"

@@ -2,9 +2,11 @@
 
 import hashlib
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
@@ -15,18 +17,21 @@ from memory import services
 from memory.models import (
     ActorType,
     ChangeBatch,
+    DetectionRun,
     Lesson,
     LessonConfirmation,
     LessonRef,
     LessonStatus,
     Memory,
+    ModelGroup,
+    ModelPlacement,
     PromotionCandidate,
     Relevance,
     Tier,
 )
 from memory.engines.base import EngineError
 from memory.engines.registry import get_engine
-from memory.promotions import detection, verification, wording
+from memory.promotions import detection, proposals, verification, wording
 from memory.promotions.selectors import core_usage_after
 from memory.refs import Ref, parse_ref
 from memory.roles import APPROVE
@@ -57,11 +62,16 @@ class DetectionError(PromotionError):
     """Detection could not finish (the model's check failed or was unusable); nothing was changed."""
 
 
+class DetectionOverBudget(DetectionError):
+    """The run would have used more model tokens than the persona's detection budget."""
+
+
 @dataclass
 class DetectionResult:
     created: list = field(default_factory=list)
     superseded: list = field(default_factory=list)
     groups: int = 0
+    run: DetectionRun | None = None
 
 
 @dataclass
@@ -190,52 +200,191 @@ def _engine_for(memory, engine):
         raise DetectionError(f"Detection could not start: {exc}. No candidate was changed.") from None
 
 
-def _verified(memory, groups, facts, engine, min_dates):
+def _lesson_rows(lesson_ids, *fields):
+    """{id: (fields...)} of these lessons, in chunks that stay under SQLite's parameter limit."""
+    found = {}
+    for chunk in range(0, len(lesson_ids), 900):
+        for pk, *values in Lesson.objects.filter(pk__in=lesson_ids[chunk:chunk + 900]).values_list("id", *fields):
+            found[pk] = values
+    return found
+
+
+def _texts(lesson_ids):
+    return {pk: text for pk, (text,) in _lesson_rows(lesson_ids, "text").items()}
+
+
+def _placements(memory, facts):
+    """What the model has placed in this memory. A lesson edited since it was placed counts as not
+    placed: its placement is removed here, so it is shown to the model again."""
+    current = {f.id: f.text_key for f in facts}
+    rows = list(ModelPlacement.objects.filter(memory=memory).values_list("id", "lesson_id", "group_id", "content_hash"))
+    edited = [pk for pk, lesson_id, _, key in rows if lesson_id in current and current[lesson_id] != key]
+    if edited:
+        ModelPlacement.objects.filter(pk__in=edited).delete()
+    groups = {
+        pk: proposals.ModelGroupState(ids=set(), summary=summary, reason=reason, pk=pk, touched=n)
+        for n, (pk, summary, reason) in enumerate(
+            ModelGroup.objects.filter(memory=memory).order_by("updated_at", "id").values_list("id", "summary", "reason"),
+            start=1)
+    }
+    edited = set(edited)
+    placed = set()
+    for pk, lesson_id, group_id, _ in rows:
+        if pk in edited:
+            continue
+        placed.add(lesson_id)
+        if group_id in groups and lesson_id in current:
+            groups[group_id].ids.add(lesson_id)
+    # A group whose lessons all left working memory (promoted, deleted) is no longer offered.
+    state = proposals.Placements(groups=[g for g in groups.values() if g.ids], placed=placed)
+    # The newest lessons the model left alone, as many as could be offered as context in one batch.
+    enough = math.ceil(settings.PROMOTION_PROPOSAL_BATCH_TOKENS / 10)
+    for pk, text, day, undated in (
+        Lesson.objects.filter(model_placement__memory=memory, model_placement__group__isnull=True,
+                              tier=Tier.WORKING, status=LessonStatus.ACTIVE)
+        .order_by("-lesson_date", "-id").values_list("id", "text", "lesson_date", "undated")[:enough]
+    ):
+        state.lone[pk] = proposals.Item(id=pk, day=None if undated else day, text=text)
+    return state
+
+
+@transaction.atomic
+def _store_placements(memory, batch, changed, hashes):
+    """Keep one accepted batch: its new and changed groups and where each of its lessons went."""
+    Memory.objects.select_for_update().filter(pk=memory.pk).first()  # one writer per memory, as detection
+    now = timezone.now()
+    for group in changed:
+        if group.pk is None:
+            group.pk = ModelGroup.objects.create(memory=memory, summary=group.summary, reason=group.reason,
+                                                 created_at=now, updated_at=now).pk
+        else:
+            ModelGroup.objects.filter(pk=group.pk).update(reason=group.reason, updated_at=now)
+    owner = {i: group.pk for group in changed for i in group.ids}
+    ids = [item.id for item in batch.items]
+    for group in changed:
+        joined = [item.id for item in batch.earlier if item.id in group.ids]
+        if joined:
+            ModelPlacement.objects.filter(lesson_id__in=joined).update(group_id=group.pk)
+    ModelPlacement.objects.filter(lesson_id__in=ids).delete()
+    ModelPlacement.objects.bulk_create(
+        [ModelPlacement(memory=memory, lesson_id=i, group_id=owner.get(i), content_hash=hashes[i], placed_at=now)
+         for i in ids],
+        batch_size=500,
+    )
+
+
+def _model_groups(memory, facts, engine, budget):
+    """The model's groups of this memory, after showing it the lessons it has not placed yet."""
+    state = _placements(memory, facts)
+    unplaced = [f for f in facts if f.id not in state.placed]
+    rows = _lesson_rows([f.id for f in unplaced], "text", "lesson_date", "undated")
+    items = [proposals.Item(id=pk, day=None if undated else day, text=text)
+             for pk, (text, day, undated) in sorted(rows.items())]
+    hashes = {f.id: f.text_key for f in facts}
+    sent = proposals.place(
+        engine, items, state, budget=budget,
+        batch_tokens=settings.PROMOTION_PROPOSAL_BATCH_TOKENS,
+        max_output_tokens=settings.PROMOTION_PROPOSAL_MAX_OUTPUT_TOKENS,
+        on_batch=lambda batch, changed: _store_placements(memory, batch, changed, hashes),
+    )
+    return state.groups, len(items) if sent else 0
+
+
+def _verified(memory, proposed, facts, engine, min_dates):
     """With a model engine, the groups the model confirms (trimmed), each with its note."""
-    if engine.provider == "offline" or not groups:
-        return [(group, "") for group in groups]
-    ids = [i for g in groups for i in g.lesson_ids]
+    if engine.provider == "offline" or not proposed:
+        return [(p, "") for p in proposed]
+    ids = [i for p in proposed for i in p.group.lesson_ids]
     lessons = {lesson.pk: lesson for lesson, _ in _members(ids)}
     by_id = {f.id: f for f in facts}
     try:
-        checked = verification.verify(groups, engine=engine, lessons=lessons, facts=by_id, min_dates=min_dates)
+        return proposals.verify(proposed, engine=engine, lessons=lessons, facts_by_id=by_id, min_dates=min_dates)
     except verification.VerificationError as exc:
         raise DetectionError(str(exc)) from None
-    return [(v.group, v.note) for v in checked]
+
+
+def _run_budget(memory, engine):
+    limit = memory.persona.detection_token_budget if memory.persona_id else None
+    return proposals.Budget(limit, getattr(engine, "recorder", None))
 
 
 def promotion_detect(*, memory, engine=None):
     """Propose every group of working lessons that reached the memory's threshold and is not proposed yet.
 
-    With a model engine each new group is checked by the model first (verification.py); a check
-    that fails or cannot be read raises DetectionError and changes nothing. Pending candidates
-    whose lessons changed are superseded, and so are pending candidates of an earlier detector
-    that are not among the groups found now; a group that gained evidence (a new lesson or
-    confirmation) replaces its pending candidate. Rejected groups stay rejected until new evidence
-    arrives. Running it twice on unchanged memory creates nothing.
+    With a model engine (anthropic, openai) the model first groups the lessons it has not seen yet
+    (proposals.py) and its groups are merged with the word rule's; each new group is then checked
+    by the model (verification.py). A grouping or check that fails or cannot be read raises
+    DetectionError and changes no candidate, and so does a run that would exceed the persona's
+    token budget (DetectionOverBudget). Pending candidates whose lessons changed are superseded,
+    and so are pending candidates of an earlier detector that are not among the groups found now;
+    a group that gained evidence (a new lesson or confirmation) replaces its pending candidate.
+    Rejected groups stay rejected until new evidence arrives. Running it twice on unchanged memory
+    creates nothing. Every run is recorded as a DetectionRun (engine, calls, tokens, outcome).
     """
+    engine = _engine_for(memory, engine)
+    budget = _run_budget(memory, engine)
+    run = DetectionRun(memory=memory, engine=str(getattr(engine, "provider", ""))[:40], started_at=timezone.now())
+    try:
+        result = _detect(memory, engine, budget, run)
+    except DetectionError as exc:
+        run.status = DetectionRun.Status.OVER_BUDGET if isinstance(exc, DetectionOverBudget) else DetectionRun.Status.FAILED
+        run.message = str(exc)
+        _finish_run(run, budget)
+        raise
+    n = len(result.created)
+    run.status = DetectionRun.Status.DONE
+    run.created = n
+    run.message = f"{n} new candidate{'s' if n != 1 else ''}, {len(result.superseded)} superseded."
+    result.run = _finish_run(run, budget)
+    return result
+
+
+def _finish_run(run, budget):
+    if budget.recorder is not None:
+        run.calls, run.tokens_in, run.tokens_out = budget.recorder.totals(budget.since)
+    run.finished_at = timezone.now()
+    run.save()
+    return run
+
+
+def _detect(memory, engine, budget, run):
     facts, current_hashes = _load_facts(memory)
     min_dates = max(2, memory.promotion_threshold)
-    groups = detection.detect(facts, min_dates=min_dates)
-    current_groups = {tuple(g.lesson_ids) for g in groups}
+    word_groups = detection.detect(facts, min_dates=min_dates)
+    if engine.provider in proposals.MODEL_PROVIDERS:
+        try:
+            model_groups, run.lessons_sent = _model_groups(memory, facts, engine, budget)
+        except proposals.OverBudget as exc:
+            raise DetectionOverBudget(f"{exc}. No candidate was changed.") from None
+        except proposals.ProposalError as exc:
+            raise DetectionError(f"{exc}. No candidate was changed.") from None
+        found = proposals.merge(word_groups, model_groups, {f.id: f for f in facts}, min_dates=min_dates)
+    else:
+        found = [proposals.Proposed(group=g, found_by=PromotionCandidate.FoundBy.WORDS) for g in word_groups]
+    current_groups = {tuple(p.group.lesson_ids) for p in found}
     coverage = _Coverage(
         c for c in PromotionCandidate.objects.filter(memory=memory, status__in=COVERING_STATUSES)
         if not (c.status == Status.PENDING and (_is_stale(c, current_hashes) or _outdated(c, current_groups)))
     )
-    new_groups = [g for g in groups if not coverage.covers(_evidence(g))]
+    new = [p for p in found if not coverage.covers(_evidence(p.group))]
     # Check and word the proposals outside any transaction: a model call may take seconds.
-    proposals = []
-    if new_groups:
-        engine = _engine_for(memory, engine)
-        checked = [(g, note) for g, note in _verified(memory, new_groups, facts, engine, min_dates)
-                   if not coverage.covers(_evidence(g))]
+    proposals_out = []
+    if new:
+        if engine.provider in proposals.MODEL_PROVIDERS:
+            try:
+                budget.check(proposals.estimate_checks(new, _texts([i for p in new for i in p.group.lesson_ids])),
+                             f"checking and wording {len(new)} group{'s' if len(new) != 1 else ''}")
+            except proposals.OverBudget as exc:
+                raise DetectionOverBudget(f"{exc}. No candidate was changed.") from None
+        checked = [(p, note) for p, note in _verified(memory, new, facts, engine, min_dates)
+                   if not coverage.covers(_evidence(p.group))]
         words = {f.id: f.words for f in facts}
-        grouped = [i for g, _ in checked for i in g.lesson_ids]
+        grouped = [i for p, _ in checked for i in p.group.lesson_ids]
         members_by_id = {lesson.pk: (lesson, refs) for lesson, refs in _members(grouped, words)}
-        for group, note in checked:
-            members = [members_by_id[i] for i in group.lesson_ids]
-            proposals.append((group, members, wording.propose(memory, members, engine=engine), note))
-    return _store_detection(memory, proposals, current_hashes, current_groups, len(groups))
+        for item, note in checked:
+            members = [members_by_id[i] for i in item.group.lesson_ids]
+            proposals_out.append((item, members, wording.propose(memory, members, engine=engine), note))
+    return _store_detection(memory, proposals_out, current_hashes, current_groups, len(found))
 
 
 def _supersede(candidate, now, reason):
@@ -268,12 +417,13 @@ def _store_detection(memory, proposals, current_hashes, current_groups, group_co
         candidate.detector = DETECTOR
     PromotionCandidate.objects.bulk_update(kept, ["detector"], batch_size=500)
     fresh = []
-    for group, members, proposal, note in proposals:
-        evidence = _evidence(group)
+    for item, members, proposal, note in proposals:
+        evidence = _evidence(item.group)
         if coverage.covers(evidence):
             continue
         fresh.append(_candidate(
-            memory, proposal, evidence, members, group.distinct_dates, now, detector=DETECTOR, verification_note=note,
+            memory, proposal, evidence, members, item.group.distinct_dates, now, detector=DETECTOR,
+            verification_note=note, found_by=item.found_by, proposal_reason=item.reason,
         ))
     created = _insert(memory, fresh, now)
     for candidate in created:
@@ -369,8 +519,12 @@ def promotion_detect_run(*, memory_id):
         _set_status(memory_id, "failed", str(exc))
         return 0
     n, gone = len(result.created), len(result.superseded)
-    _set_status(memory_id, "done", f"Detection found {n} new candidate{'s' if n != 1 else ''}"
-                                   + (f" and superseded {gone}." if gone else "."))
+    message = f"Detection found {n} new candidate{'s' if n != 1 else ''}" + (f" and superseded {gone}." if gone else ".")
+    run = result.run
+    if run is not None and run.calls:
+        message += (f" The model was called {run.calls} time{'s' if run.calls != 1 else ''} "
+                    f"({run.tokens_in + run.tokens_out:,} tokens).")
+    _set_status(memory_id, "done", message)
     return n
 
 

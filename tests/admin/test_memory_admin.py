@@ -41,7 +41,7 @@ def test_memory_page_shows_compiled_memory_escaped_and_cannot_be_deleted(admin_c
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("model", ["llmcall", "agenttoken", "changebatch", "interaction"])
+@pytest.mark.parametrize("model", ["llmcall", "agenttoken", "changebatch", "interaction", "detectionrun"])
 def test_logs_and_tokens_are_read_only(admin_client, model):
     assert admin_client.get(reverse(f"admin:memory_{model}_changelist")).status_code == 200
     assert admin_client.get(reverse(f"admin:memory_{model}_add")).status_code == 403

@@ -19,6 +19,7 @@ def _post_data(persona=None, **overrides):
         "style": json.dumps(persona.style if persona else {}),
         "skill": json.dumps(persona.skill if persona else {}),
         "provider": "", "model_name": "", "max_tokens": "1024", "temperature": "0.5", "base_url": "",
+        "detection_token_budget": "200000",
         "system_prompt_override": "", "reflection_prompt": "", "refinement_prompt": "",
         "refinement_threshold": "0.9",
         # the read-only memory inline's management form

@@ -8,6 +8,10 @@ reads what the SDK actually sent:
     ...
     assert llm_server.anthropic.requests[0].json["max_tokens"] == 1024
 
+A test may also answer from what was sent: `respond(fn)` calls fn(request) whenever nothing is
+queued, and sends back its answer (text, or (name, arguments) tool calls); with `count_tokens`, the
+usage reported is the request's and the answer's size in bytes / 4 instead of a fixed 10 and 5.
+
 Failures on offer: any HTTP status with the provider's error body (and retry-after headers), a
 response held back until the client has given up (`hang`), a 200 whose body is not JSON or not
 the expected shape (`raw`), and tool calls whose argument JSON is broken.
@@ -52,6 +56,7 @@ class FakeAPI:
     def __init__(self):
         self.replies: deque[Reply] = deque()
         self.requests: list[RecordedRequest] = []
+        self.responder = None
         self._lock = threading.Lock()
 
     # -- scripting ------------------------------------------------------------------------------
@@ -68,6 +73,12 @@ class FakeAPI:
             extra["retry-after-ms"] = f"{retry_after * 1000:g}"
         return self.reply(Reply(status=status, body=self.error_body(status, message), headers=extra))
 
+    def respond(self, fn, *, count_tokens=False):
+        """Answer every request with nothing queued by fn(request): a text, or a list of tool calls."""
+        self.responder = fn
+        self.count_tokens = count_tokens
+        return self
+
     def hang(self):
         return self.reply(Reply(hang=True))
 
@@ -80,6 +91,18 @@ class FakeAPI:
         with self._lock:
             self.requests.append(request)
             if self.replies:
+                return self.replies.popleft()
+            responder = self.responder
+        if responder is not None:
+            answer = responder(request)
+            usage = {}
+            if getattr(self, "count_tokens", False):
+                usage = {"tokens_in": len(request.body) // 4, "tokens_out": len(json.dumps(answer)) // 4}
+            if isinstance(answer, str):
+                self.text(answer, **usage)
+            else:
+                self.tool_calls(answer, **usage)
+            with self._lock:
                 return self.replies.popleft()
         return Reply(status=400, body=self.error_body(400, "the fake server has no scripted reply left"),
                      headers={"x-should-retry": "false"})

@@ -38,3 +38,37 @@ def verdict(lessons, keep=None, *, core=True, reason="They state the same lesson
     """A verify_group answer keeping `keep` (default: every lesson)."""
     keep = lessons if keep is None else keep
     return ("verify_group", {"same_lesson": [l.pk for l in keep], "deserves_core": core, "reason": reason})
+
+
+def grouping(*groups):
+    """A propose_groups answer: each group a dict of ids (or lessons), existing key, summary and reason."""
+    answer = []
+    for group in groups:
+        entry = dict(group)
+        entry["ids"] = [getattr(i, "pk", i) for i in entry["ids"]]
+        entry.setdefault("reason", "They state the same lesson.")
+        if "existing" not in entry:
+            entry.setdefault("summary", "The same lesson.")
+        answer.append(entry)
+    return ("propose_groups", {"groups": answer})
+
+
+RETRY_LESSONS = [
+    ("The retry helper sleeps a fixed 2 s between attempts, with no jitter", date(2026, 3, 2)),
+    ("After the outage all workers hit the API in lockstep and tripped the rate limit", date(2026, 3, 9)),
+    ("Spread retries with randomised backoff", date(2026, 3, 17)),
+]
+
+
+@pytest.fixture
+def model_candidate(memory, llm_settings, llm_server):
+    """A pending candidate the model proposed (through the OpenAI SDK), its reason holding markup."""
+    memory.persona.provider = "openai"
+    memory.persona.save()
+    lessons = [make_lesson(memory, text, day=day) for text, day in RETRY_LESSONS]
+    llm_server.openai.tool_calls([grouping({"ids": lessons, "summary": "Retries need jitter",
+                                            "reason": "<b>All three</b> trace back to retries in lockstep"})])
+    llm_server.openai.tool_calls([verdict(lessons)])
+    llm_server.openai.text("[PATTERN] Retries use randomised backoff so workers never hit the API in lockstep")
+    (candidate,) = promotion_detect(memory=memory).created
+    return candidate

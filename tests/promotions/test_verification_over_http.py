@@ -1,4 +1,8 @@
-"""The model's check of each proposed group, through the real SDKs against the local fake server."""
+"""The model's check of each proposed group, through the real SDKs against the local fake server.
+
+With a model engine detection first asks the model to group the lessons (proposals.py); these tests
+answer that it found no group, so the groups checked are the word rule's.
+"""
 
 from datetime import date
 
@@ -7,7 +11,7 @@ import pytest
 from memory.models import LLMCall, PromotionCandidate
 from memory.promotions.services import DetectionError, promotion_detect
 from tests.factories import make_lesson
-from tests.promotions.conftest import verdict
+from tests.promotions.conftest import grouping, verdict
 
 pytestmark = pytest.mark.django_db
 
@@ -39,6 +43,7 @@ def _decoy(memory, day=25):
 
 def test_the_model_confirms_the_group(memory, openai):
     lessons = _refund_lessons(memory)
+    openai.tool_calls([grouping()])
     openai.tool_calls([verdict(lessons, reason="All three say refunds need the write scope.")], model="gpt-check")
     openai.text(WORDING)
 
@@ -46,7 +51,7 @@ def test_the_model_confirms_the_group(memory, openai):
 
     assert set(candidate.supporting.all()) == set(lessons)
     assert candidate.verification_note == "Checked by openai: All three say refunds need the write scope."
-    check = openai.requests[0].json
+    check = openai.requests[1].json
     assert check["tools"][0]["function"]["name"] == "verify_group"
     prompt = check["messages"][-1]["content"]
     assert all(f"{l.pk} | {l.lesson_date.isoformat()}" in prompt for l in lessons)
@@ -56,6 +61,7 @@ def test_the_model_confirms_the_group(memory, openai):
 def test_a_member_the_model_rejects_leaves_the_group(memory, openai):
     lessons = _refund_lessons(memory)
     decoy = _decoy(memory)
+    openai.tool_calls([grouping()])
     openai.tool_calls([verdict(lessons + [decoy], keep=lessons, reason="The pagination lesson is another point.")])
     openai.text(WORDING)
 
@@ -64,20 +70,22 @@ def test_a_member_the_model_rejects_leaves_the_group(memory, openai):
     assert set(candidate.supporting.all()) == set(lessons)
     assert candidate.distinct_dates == 3
     assert f"left out: #{decoy.pk}" in candidate.verification_note
-    assert str(decoy.pk) in openai.requests[0].json["messages"][-1]["content"]
+    assert str(decoy.pk) in openai.requests[1].json["messages"][-1]["content"]
 
 
 def test_a_group_below_the_dates_rule_once_trimmed_is_dropped(memory, openai):
     lessons = _refund_lessons(memory, days=(1, 9))
     decoy = _decoy(memory)
+    openai.tool_calls([grouping()])
     openai.tool_calls([verdict(lessons + [decoy], keep=lessons)])
 
     assert promotion_detect(memory=memory).created == []
-    assert len(openai.requests) == 1  # no wording asked for a dropped group
+    assert len(openai.requests) == 2  # grouping and check; no wording asked for a dropped group
 
 
 def test_a_lesson_the_model_does_not_think_core_worthy_is_not_proposed(memory, openai):
     lessons = _refund_lessons(memory)
+    openai.tool_calls([grouping()])
     openai.tool_calls([verdict(lessons, core=False, reason="A passing incident.")])
 
     assert promotion_detect(memory=memory).created == []
@@ -103,6 +111,7 @@ def test_an_unusable_answer_is_a_clear_error_and_changes_no_candidate(memory, op
     make_lesson(memory, "Stripe webhook signature verification comes before payload parsing, always",
                 refs="src/billing/webhooks.py", day=date(2026, 1, 20))
     ids = list(before.evidence["lessons"])
+    openai.tool_calls([grouping()])
     if answer == "text":
         openai.text("They all say the same thing.")
     elif answer == "unknown id":
@@ -126,6 +135,7 @@ def test_anthropic_check_through_its_sdk(memory, llm_settings, llm_server):
     memory.persona.save()
     lessons = _refund_lessons(memory)
     decoy = _decoy(memory)
+    llm_server.anthropic.tool_calls([grouping()])
     llm_server.anthropic.tool_calls([verdict(lessons + [decoy], keep=lessons, reason="Scope, not pagination.")])
     llm_server.anthropic.text(WORDING)
 
@@ -133,7 +143,7 @@ def test_anthropic_check_through_its_sdk(memory, llm_settings, llm_server):
 
     assert set(candidate.supporting.all()) == set(lessons)
     assert candidate.verification_note.startswith("Checked by anthropic: Scope, not pagination.")
-    assert llm_server.anthropic.requests[0].json["tools"][0]["name"] == "verify_group"
+    assert llm_server.anthropic.requests[1].json["tools"][0]["name"] == "verify_group"
 
 
 def test_a_missing_key_stops_detection_with_its_name(memory, llm_settings, settings):

@@ -50,3 +50,13 @@ def test_hidden_characters_show_as_markers_with_a_warning(client_for, approver, 
     # Once approved, the core lesson it became is shown the same way.
     promotion_approve(candidate=candidate, actor=services.Actor.for_user(approver))
     assert_hidden_characters_shown(client_for(approver).get(url).content.decode())
+
+
+def test_detail_says_how_the_candidate_was_found(client_for, viewer, model_candidate, django_assert_max_num_queries):
+    client = client_for(viewer)
+    url = reverse("promotions:detail", args=[model_candidate.pk])
+    client.get(url)
+    with django_assert_max_num_queries(12):
+        html = client.get(url).content.decode()
+    assert "Found by the model" in html and "Checked by openai" in html
+    assert "&lt;b&gt;All three&lt;/b&gt;" in html and "<b>All three</b>" not in html

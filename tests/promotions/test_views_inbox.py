@@ -150,3 +150,16 @@ def test_pipeline_reflections_are_labelled_with_their_run_and_observations(clien
     assert "Pipeline reflection" in reflections and f"run #{run.pk}" in reflections
     assert "from 2 observations on 1 date" in reflections
     assert "Recurring theme" not in html and "Seen on 1 distinct date" not in html
+
+
+def test_the_card_says_how_a_candidate_was_found_and_why(client_for, approver, model_candidate,
+                                                          django_assert_num_queries):
+    _candidates(1)  # found by the word rule, in another memory
+    client = client_for(approver)
+    client.get(URL)
+    with django_assert_num_queries(13):  # the same queries as above: how it was found is on the row
+        html = client.get(URL).content.decode()
+    assert "Found by the model" in html and "Found by shared words" in html
+    # The model's reason is its text, escaped like lesson text.
+    assert "&lt;b&gt;All three&lt;/b&gt; trace back to retries in lockstep" in html
+    assert "<b>All three</b>" not in html

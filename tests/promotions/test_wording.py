@@ -23,7 +23,11 @@ class ScriptedEngine:
         return Completion(text=self.answer, model="claude-test", tokens_in=10, tokens_out=5)
 
     def run_tools(self, *, system, prompt, tools, handler, purpose, max_turns=20, **kwargs):
-        # The model check agrees with the whole group, so only the wording is under test here.
+        # The model finds no group of its own and its check agrees with the whole group, so only the
+        # wording is under test here.
+        if tools[0].name == "propose_groups":
+            call = ToolCall("p1", "propose_groups", {"groups": []})
+            return ToolSession(turns=1, tool_calls=1, calls=[(call, ToolResult(call.id, handler(call)))])
         ids = [int(line.split(" | ")[0][2:]) for line in prompt.splitlines() if " | " in line]
         call = ToolCall("v1", "verify_group", {"same_lesson": ids, "deserves_core": True, "reason": "Same point."})
         return ToolSession(turns=1, tool_calls=1, calls=[(call, ToolResult(call.id, handler(call)))])

@@ -4,7 +4,7 @@ import pytest
 
 from memory.models import LLMCall
 from memory.promotions.services import promotion_detect
-from tests.promotions.conftest import verdict
+from tests.promotions.conftest import grouping, verdict
 
 pytestmark = pytest.mark.django_db
 
@@ -13,7 +13,8 @@ pytestmark = pytest.mark.django_db
 def fake(memory, llm_settings, llm_server):
     memory.persona.provider = "openai"
     memory.persona.save()
-    return llm_server.openai
+    # The model's own grouping finds nothing new: the word rule's group is checked and worded.
+    return llm_server.openai.tool_calls([grouping()])
 
 
 def test_model_line_becomes_the_proposed_wording(memory, themed, fake):
@@ -26,12 +27,13 @@ def test_model_line_becomes_the_proposed_wording(memory, themed, fake):
     assert candidate.category == "DECISION"
     assert candidate.engine == "openai:gpt-wording" and candidate.engine_note == ""
     assert "src/billing/webhooks.py#L10-L30" in candidate.refs
-    check, request = fake.requests
+    grouped, check, request = fake.requests
     prompt = request.json["messages"][-1]["content"]
     assert "2026-01-01" in prompt and "src/billing/webhooks.py#L12" in prompt
     calls = LLMCall.objects.order_by("id")
     assert [(c.provider, c.purpose, c.outcome) for c in calls] == [
-        ("openai", "promotion verification", "ok"), ("openai", "promotion", "ok")]
+        ("openai", "promotion grouping", "ok"), ("openai", "promotion verification", "ok"),
+        ("openai", "promotion", "ok")]
 
 
 def test_unusable_answer_falls_back_to_the_most_specific_lesson(memory, themed, fake):
@@ -51,7 +53,7 @@ def test_rate_limit_then_success(memory, themed, fake):
     (candidate,) = promotion_detect(memory=memory).created
 
     assert candidate.text == "Webhook signature first in webhooks.py" and candidate.engine.startswith("openai")
-    assert len(fake.requests) == 3
+    assert len(fake.requests) == 4
 
 
 def test_server_failure_is_noted_on_the_candidate(memory, themed, fake):
