@@ -13,7 +13,8 @@ from memory.signals import working_lessons_added
 def detect_after_new_lessons(sender, memory_id, lesson_ids=(), **kwargs):
     from memory.promotions.tasks import detect_promotions
 
-    transaction.on_commit(lambda: detect_promotions.delay(memory_id))
+    # The model places new lessons on the nightly run or "Detect now", not once per append.
+    transaction.on_commit(lambda: detect_promotions.delay(memory_id, False))
 
 
 @receiver(batch_reverted, dispatch_uid="promotions.follow_reverted_approval")

@@ -42,7 +42,7 @@ Status = PromotionCandidate.Status
 COVERING_STATUSES = (Status.PENDING, Status.REJECTED, Status.REVERTED, Status.APPROVED)
 # Stamped on the candidates this detection makes. A pending candidate with another stamp came from
 # an earlier detector: the next run keeps it only if it is still one of the groups found now.
-DETECTOR = "words-2"
+DETECTOR = "words-3"
 REFLECTOR = "reflector"
 
 
@@ -273,9 +273,12 @@ def _store_placements(memory, batch, changed, hashes):
     )
 
 
-def _model_groups(memory, facts, engine, budget):
-    """The model's groups of this memory, after showing it the lessons it has not placed yet."""
+def _model_groups(memory, facts, engine, budget, place_new=True):
+    """The model's groups of this memory, after showing it the lessons it has not placed yet (or, with
+    place_new=False, as placed so far, without calling the model)."""
     state = _placements(memory, facts)
+    if not place_new:
+        return state.groups, 0
     unplaced = [f for f in facts if f.id not in state.placed]
     rows = _lesson_rows([f.id for f in unplaced], "text", "lesson_date", "undated")
     items = [proposals.Item(id=pk, day=None if undated else day, text=text)
@@ -308,11 +311,12 @@ def _run_budget(memory, engine):
     return proposals.Budget(limit, getattr(engine, "recorder", None))
 
 
-def promotion_detect(*, memory, engine=None):
+def promotion_detect(*, memory, engine=None, place_new=True):
     """Propose every group of working lessons that reached the memory's threshold and is not proposed yet.
 
     With a model engine (anthropic, openai) the model first groups the lessons it has not seen yet
-    (proposals.py) and its groups are merged with the word rule's; each new group is then checked
+    (proposals.py; with place_new=False, as after each append, only the groups it made before are
+    used and no grouping call is made) and its groups are merged with the word rule's; each new group is then checked
     by the model (verification.py). A grouping or check that fails or cannot be read raises
     DetectionError and changes no candidate, and so does a run that would exceed the persona's
     token budget (DetectionOverBudget). Pending candidates whose lessons changed are superseded,
@@ -325,7 +329,7 @@ def promotion_detect(*, memory, engine=None):
     budget = _run_budget(memory, engine)
     run = DetectionRun(memory=memory, engine=str(getattr(engine, "provider", ""))[:40], started_at=timezone.now())
     try:
-        result = _detect(memory, engine, budget, run)
+        result = _detect(memory, engine, budget, run, place_new)
     except DetectionError as exc:
         run.status = DetectionRun.Status.OVER_BUDGET if isinstance(exc, DetectionOverBudget) else DetectionRun.Status.FAILED
         run.message = str(exc)
@@ -347,13 +351,13 @@ def _finish_run(run, budget):
     return run
 
 
-def _detect(memory, engine, budget, run):
+def _detect(memory, engine, budget, run, place_new=True):
     facts, current_hashes = _load_facts(memory)
     min_dates = max(2, memory.promotion_threshold)
     word_groups = detection.detect(facts, min_dates=min_dates)
     if engine.provider in proposals.MODEL_PROVIDERS:
         try:
-            model_groups, run.lessons_sent = _model_groups(memory, facts, engine, budget)
+            model_groups, run.lessons_sent = _model_groups(memory, facts, engine, budget, place_new)
         except proposals.OverBudget as exc:
             raise DetectionOverBudget(f"{exc}. No candidate was changed.") from None
         except proposals.ProposalError as exc:
@@ -506,15 +510,19 @@ def promotion_detect_request(*, memory=None):
     return targets
 
 
-def promotion_detect_run(*, memory_id):
+def promotion_detect_run(*, memory_id, place_new=True):
     """Run detection for one memory as a job, recording its outcome for the inbox. Returns how many
-    candidates it created (0 when the memory is gone, its persona inactive, or the run failed)."""
+    candidates it created (0 when the memory is gone, its persona inactive, or the run failed).
+
+    place_new=False (the run after new lessons) uses the model's earlier groups without asking it to
+    place the new lessons: that is left to the nightly run and "Detect now", one grouping call for a
+    day's appends instead of one per append."""
     memory = Memory.objects.select_related("persona").filter(pk=memory_id, persona__is_active=True).first()
     if memory is None:
         return 0
     _set_status(memory_id, "running", "Detection is running.")
     try:
-        result = promotion_detect(memory=memory)
+        result = promotion_detect(memory=memory, place_new=place_new)
     except DetectionError as exc:
         _set_status(memory_id, "failed", str(exc))
         return 0

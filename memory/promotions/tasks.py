@@ -7,10 +7,10 @@ __all__ = ["detect_promotions", "detect_promotions_everywhere"]
 
 
 @shared_task(name="promotions.detect")
-def detect_promotions(memory_id):
+def detect_promotions(memory_id, place_new=True):
     from memory.promotions.services import promotion_detect_run
 
-    return promotion_detect_run(memory_id=memory_id)
+    return promotion_detect_run(memory_id=memory_id, place_new=place_new)
 
 
 @shared_task(name="promotions.detect_everywhere")

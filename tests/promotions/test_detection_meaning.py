@@ -148,7 +148,7 @@ def test_an_old_candidate_that_is_still_a_group_is_kept(memory, themed):
     result = promotion_detect(memory=memory)
     candidate.refresh_from_db()
     assert result.superseded == [] and result.created == []
-    assert candidate.status == "pending" and candidate.detector == "words-2"
+    assert candidate.status == "pending" and candidate.detector == "words-3"
 
 
 def test_the_redetect_command_re_evaluates_old_candidates_once(memory, themed):
@@ -162,7 +162,7 @@ def test_the_redetect_command_re_evaluates_old_candidates_once(memory, themed):
     out = io.StringIO()
     call_command("redetect_promotions", stdout=out)
     kept.refresh_from_db()
-    assert kept.status == "pending" and kept.detector == "words-2"
+    assert kept.status == "pending" and kept.detector == "words-3"
     assert "re-evaluated 1 memory; 0 pending candidates of an earlier detector left" in out.getvalue()
     call_command("redetect_promotions", stdout=out)
     assert "re-evaluated 0 memories" in out.getvalue()

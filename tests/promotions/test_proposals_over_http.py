@@ -240,3 +240,22 @@ def test_a_restatement_meets_an_earlier_lesson_left_alone_in_another_run(memory,
     assert _sent_ids(second) == {lessons["t2"].pk}
     assert _sent_ids(second, "Earlier lessons") == {lessons["t1"].pk, lessons["x1"].pk}
     assert ModelPlacement.objects.get(lesson=lessons["t1"]).group is not None
+
+
+def test_a_run_after_an_append_uses_the_models_groups_without_a_grouping_call(memory, openai):
+    from memory.promotions.services import promotion_detect_run
+
+    lessons = _paraphrases(memory)
+    openai.respond(_oracle(lessons))
+    first = promotion_detect(memory=memory)
+    assert len(_grouping_requests(openai)) == 1 and len(first.created) == 3
+    make_lesson(memory, "Retries of the export job now wait a random 1-5 s before each attempt", day=date(2026, 4, 2))
+
+    promotion_detect_run(memory_id=memory.pk, place_new=False)
+
+    # The appended lesson waits for the nightly run (or Detect now) to be placed by the model, and
+    # the model's groups stay proposed meanwhile.
+    assert len(_grouping_requests(openai)) == 1
+    assert PromotionCandidate.objects.filter(memory=memory, status="pending").count() == 3
+    promotion_detect_run(memory_id=memory.pk)
+    assert len(_grouping_requests(openai)) == 2
