@@ -14,9 +14,13 @@ and makes at most one trip out of the process:
   once and when it commits: the seconds bound only a read that raced a write.
 """
 
+import threading
+
 from django.conf import settings
 from django.core.cache import cache, caches
+from django.core.signals import setting_changed
 from django.db import transaction
+from django.dispatch import receiver
 
 COMPILED_SECONDS = 24 * 3600
 
@@ -28,13 +32,33 @@ def _forget(key, store=None):
     transaction.on_commit(lambda: store.delete(key))
 
 
+# The cache objects, found once per thread: looking one up by name (`caches[...]`) costs more than
+# reading a value from it. A change of CACHES (tests) makes every thread look them up again.
+_stores = threading.local()
+_generation = [0]
+
+
+def _store(alias):
+    found = getattr(_stores, alias, None)
+    if found is None or found[0] != _generation[0]:
+        found = (_generation[0], caches[alias] if alias in settings.CACHES else cache)
+        setattr(_stores, alias, found)
+    return found[1]
+
+
+@receiver(setting_changed)
+def _forget_stores(*, setting, **kwargs):
+    if setting == "CACHES":
+        _generation[0] += 1
+
+
 def local():
     """The cache of this process (shared ones cost a trip to Redis or a file read per value)."""
-    return caches["local"] if "local" in settings.CACHES else cache
+    return _store("local")
 
 
 def _versions():
-    return caches["versions"] if "versions" in settings.CACHES else cache
+    return _store("versions")
 
 
 def token_key(digest):

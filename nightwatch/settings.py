@@ -217,15 +217,17 @@ if _cache_url:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 # What each process keeps for itself: immutable or short-lived values read on every agent turn.
-CACHES["local"] = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "nightwatch-local"}
+# (Its values are immutable, so they are kept unpickled: memory/cache_backends.py.)
+CACHES["local"] = {"BACKEND": "memory.cache_backends.ProcessCache", "LOCATION": "nightwatch-local"}
 # Memory versions for context reads need a cache every process of the deployment shares, so a
 # write in one clears it for all: Redis when CACHE_URL is set; else, with SQLite (one host by
-# nature), files next to the database. PostgreSQL without CACHE_URL reads versions from the database.
+# nature), files next to the database (a read of an unchanged file costs one stat: memory/cache_backends.py).
+# PostgreSQL without CACHE_URL reads versions from the database.
 if _cache_url:
     CACHES["versions"] = {**CACHES["default"], "KEY_PREFIX": "versions"}
 elif not _database_url:
     CACHES["versions"] = {
-        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "BACKEND": "memory.cache_backends.SharedFileCache",
         "LOCATION": env_str("VERSION_CACHE_DIR", DATABASES["default"]["NAME"] + "-versions"),
     }
 

@@ -18,7 +18,7 @@ def pytest_collection_modifyitems(config, items):
 def pytest_configure(config):
     # Memory versions cached in files must not outlive a test database (ids start again each run).
     versions = django_settings.CACHES.get("versions", {})
-    if versions.get("BACKEND", "").endswith("FileBasedCache"):
+    if versions.get("BACKEND", "").endswith(("FileBasedCache", "SharedFileCache")):
         versions["LOCATION"] = tempfile.mkdtemp(prefix="nw-test-versions-")
 
 

@@ -3,6 +3,7 @@
 from django.core.cache import cache
 from django.db import connection
 from django.db.models import Prefetch
+from django.db.models.base import ModelState
 
 from django.core.exceptions import ValidationError
 
@@ -121,9 +122,22 @@ def memory_lookup(persona_id, project_slug):
         if row is None:
             return None
         context_cache.memory_set(persona_id, project_slug, row, project_id=row[1])
-    memory_id, project_id, version, core_budget, working_budget = row
-    return Memory(id=memory_id, persona_id=persona_id, project_id=project_id, version=version,
-                  core_char_budget=core_budget, working_char_budget=working_budget)
+    return _memory_from_row(persona_id, row)
+
+
+_MEMORY_ROW = ("id", "project_id", "version", "core_char_budget", "working_char_budget")
+
+
+def _memory_from_row(persona_id, row):
+    """A saved Memory holding the row's columns, every other field deferred (read on access, as after
+    `.only()`). Built without `Model.__init__`, which costs more than the rest of a cached context
+    read; Memory has no pre_init/post_init receivers to skip."""
+    memory = Memory.__new__(Memory)
+    state = ModelState()
+    state.adding, state.db = False, connection.alias
+    memory._state = state
+    memory.__dict__.update(zip(_MEMORY_ROW, row), persona_id=persona_id)
+    return memory
 
 
 def context_payload(memory):

@@ -120,13 +120,14 @@ def load(host, port, targets, token, requests, threads, seconds):
                 else:
                     errors[name].append(str(outcome))
 
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     pool = [threading.Thread(target=worker) for _ in range(threads)]
     for t in pool:
         t.start()
     for t in pool:
         t.join()
     wall = time.perf_counter() - started
+    client_cpu = time.process_time() - cpu_started
     figures = {}
     for name, _, _ in targets:
         values = sorted(latencies[name])
@@ -137,6 +138,8 @@ def load(host, port, targets, token, requests, threads, seconds):
             "rps": round(len(values) / wall, 1) if wall else 0,
             "p50_ms": round(statistics.median(values) * 1000, 2) if values else None,
             "p99_ms": round(values[min(len(values) - 1, int(0.99 * len(values)))] * 1000, 2) if values else None,
+            # CPU this load process spent per request (all targets together).
+            "client_cpu_us": round(client_cpu / max(1, issued[0]) * 1e6, 1),
         }
     print(json.dumps(figures))
 
@@ -151,6 +154,19 @@ def _load_process(env, port, targets, token, requests, threads, seconds):
         cwd=ROOT, env=env, capture_output=True, text=True, check=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def server_cpu_seconds(server):
+    """CPU seconds used so far by the server's worker processes (Linux /proc; None elsewhere)."""
+    try:
+        children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+        ticks = 0
+        for pid in children:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        return ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def workers():
@@ -199,11 +215,21 @@ def measure(*, lessons=10_000, requests=2000, threads=THREADS, seconds=60.0):
             # each back to back (the order alternating): a round's two runs share the machine's load,
             # and the ratio is the median of the rounds' ratios.
             rounds = {"health": [], "context": []}
+            server_cpu = {"health": [], "context": []}
             for i in range(ROUNDS):
                 for target in (both if i % 2 == 0 else both[::-1]):
+                    before = server_cpu_seconds(server)
                     figures = _load_process(env, port, [target], token, requests // ROUNDS, threads, seconds)
+                    after = server_cpu_seconds(server)
                     rounds[target[0]].append(figures[target[0]])
+                    if before is not None and after is not None:
+                        server_cpu[target[0]].append((after - before, figures[target[0]]["requests"]))
             alone = {name: _combine(runs) for name, runs in rounds.items()}
+            for name, spans in server_cpu.items():
+                # Where the time goes: CPU per request in the server's workers and in the load process.
+                cpu, count = sum(c for c, _ in spans), sum(n for _, n in spans)
+                alone[name]["server_cpu_us"] = round(cpu / count * 1e6) if count and spans else None
+                alone[name]["client_cpu_us"] = round(statistics.median(r["client_cpu_us"] for r in rounds[name]))
             for column in ("p50_ms", "p99_ms"):
                 alone[column[:3] + "_ratio"] = round(statistics.median(
                     c[column] / h[column] for h, c in zip(rounds["health"], rounds["context"]) if h[column]
@@ -250,6 +276,12 @@ def bench_api(bench):
         bench.figure(f"{mode}: context p50 / trivial p50", _ratio(data), unit="×", target=GOAL_RATIO)
         bench.figure(f"{mode}: context p99 / trivial p99", _ratio(data, "p99_ms"), unit="×", target=GOAL_RATIO)
         bench.figure(f"{mode}: errors", data["health"]["errors"] + data["context"]["errors"], unit="", target=0)
+    alone = results["alone"]
+    if alone["health"].get("server_cpu_us"):
+        bench.note("alone, CPU per request (server workers / load process): "
+                   f"trivial {alone['health']['server_cpu_us']} / {alone['health']['client_cpu_us']} µs, "
+                   f"context {alone['context']['server_cpu_us']} / {alone['context']['client_cpu_us']} µs "
+                   "(alone, p50 ≈ client threads ÷ throughput: the ratio is that of the whole cost of a request)")
     bench.note(f"{lessons} lessons; gunicorn with {workers()} workers on loopback; {THREADS} client threads "
                "in a second process")
 

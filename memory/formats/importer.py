@@ -27,6 +27,7 @@ comparison above.
 
 import re
 import sqlite3
+from contextlib import contextmanager
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
@@ -299,12 +300,22 @@ class _Inserter:
         self.pk = qn(model._meta.pk.column)
         self.constant_values = list(constants.values())
 
-    def _row(self, values):
-        row = list(values)
-        for i, adapt in self.adapt:
-            row[i] = adapt(row[i])
-        row += self.constant_values
-        return row
+    def _rows(self, rows):
+        """The rows as the statement takes them: given columns adapted, then the constant ones."""
+        constants = tuple(self.constant_values)
+        if not self.adapt:
+            return [(*r, *constants) for r in rows]
+        if len(self.adapt) == 1:
+            (i, adapt), = self.adapt
+            return [(*r[:i], adapt(r[i]), *r[i + 1:], *constants) for r in rows]
+        out = []
+        for r in rows:
+            row = list(r)
+            for i, adapt in self.adapt:
+                row[i] = adapt(row[i])
+            row.extend(constants)
+            out.append(row)
+        return out
 
     def insert(self, rows, *, returning=False):
         """rows: tuples in `varying` order. Returns the new primary keys in row order when asked."""
@@ -313,13 +324,12 @@ class _Inserter:
         ids = []
         with self.connection.cursor() as cursor:
             if not returning and self.connection.vendor == "sqlite":  # prepared once, fastest there
-                cursor.executemany(f"INSERT INTO {self.table} ({self.column_sql}) VALUES {one}",
-                                   [self._row(r) for r in rows])
+                cursor.executemany(f"INSERT INTO {self.table} ({self.column_sql}) VALUES {one}", self._rows(rows))
                 return ids
             per = max(1, min(self.MAX_ROWS, _param_limit() // width))
             for start in range(0, len(rows), per):
                 chunk = rows[start:start + per]
-                params = [v for r in chunk for v in self._row(r)]
+                params = [v for r in self._rows(chunk) for v in r]
                 sql = f"INSERT INTO {self.table} ({self.column_sql}) VALUES {', '.join([one] * len(chunk))}"
                 if returning:
                     cursor.execute(f"{sql} RETURNING {self.pk}", params)
@@ -418,7 +428,7 @@ def memory_import_folder(*, folder, actor, label, today=None, cache=None, bump=T
     )
     ids = _insert_lessons(memory, batch, new_lines, today or timezone.localdate(), base, cache)
     if any(line.refs for line in new_lines):
-        schedule_anchoring(memory.pk)  # bulk inserts skip the per-lesson anchoring of services
+        schedule_anchoring(memory.pk, project)  # bulk inserts skip the per-lesson anchoring of services
     report.working_ids = [pk for pk, line in zip(ids, new_lines) if line.tier == "working"]
     if bump:
         report.memory_version = services.memory_bump_version(memory)
@@ -471,7 +481,27 @@ def _remember_folders(root, imported):
     )
 
 
-@transaction.atomic
+# SQLite's default page cache (2 MB) is smaller than the index pages a team's import touches, so
+# pages were written out and read back during the transaction; this much is used for an import only.
+IMPORT_PAGE_CACHE_KIB = 64 * 1024
+
+
+@contextmanager
+def _import_page_cache():
+    if connection.vendor != "sqlite":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA cache_size")
+        before = int(cursor.fetchone()[0])
+        cursor.execute(f"PRAGMA cache_size = -{IMPORT_PAGE_CACHE_KIB}")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"PRAGMA cache_size = {before}")
+
+
 def memory_import_tree(*, tree, actor, dry_run=False, notify=False):
     """Import every memory folder of a parsed tree, all or nothing.
 
@@ -483,6 +513,11 @@ def memory_import_tree(*, tree, actor, dry_run=False, notify=False):
     lessons (promotion detection, compaction checks) are not woken for them; `notify=True`
     sends `working_lessons_added` for each memory after the import commits.
     """
+    with _import_page_cache(), transaction.atomic():
+        return _import_tree(tree=tree, actor=actor, dry_run=dry_run, notify=notify)
+
+
+def _import_tree(*, tree, actor, dry_run, notify):
     report = ImportReport(warnings=list(tree.warnings))
     label = f"Import of {tree.root}"[:300]
     today = timezone.localdate()

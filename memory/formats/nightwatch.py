@@ -196,7 +196,7 @@ def parse_bullet(line, *, tier):
             raise LineError(f"unknown category [{category}]")
         rest = rest[tag.end():]
         # The original writer sometimes doubled the tag: read every repeat away.
-        while (again := _TAG.match(rest)) and again["category"] == category:
+        while rest.startswith("[") and (again := _TAG.match(rest)) and again["category"] == category:
             rest = rest[again.end():]
     refs, promoted_on = [], None
     while rest.rstrip().endswith(")"):  # both suffixes end with ')': most lines stop here at once

@@ -52,14 +52,15 @@ class LessonStatus(models.TextChoices):
     DELETED = "deleted", "Deleted"
 
 
-_WS = re.compile(r"\s+")
 _LINES_SUFFIX = re.compile(r"#L(?P<start>\d+)(?:-L?(?P<end>\d+))?$")
 
 
 def normalize_text(text):
     """The form two lessons must share to count as the same words (case, spacing, trailing dot)."""
     text = unicodedata.normalize("NFKC", text or "")
-    return _WS.sub(" ", text).strip().rstrip(".").casefold()
+    # split() breaks at exactly the characters `\s` matches and drops them at both ends: the same
+    # result as substituting runs of `\s+` with one space and stripping, at a fraction of the cost.
+    return " ".join(text.split()).rstrip(".").casefold()
 
 
 def content_hash(text):

@@ -68,8 +68,15 @@ def parse_ref(text, *, backwards_ok=False):
 
 def parse_ref_list(text):
     """Comma- or newline-separated references (the form used in `(ref: a, b)` and in edit forms)."""
-    items = [item for item in re.split(r"[,\n]", text or "") if item.strip() and item.strip() != STALE_MARK]
-    return [parse_ref(item) for item in items]
+    refs = []
+    for item in _REF_SEPARATORS.split(text or ""):
+        bare = item.strip()
+        if bare and bare != STALE_MARK:
+            refs.append(parse_ref(item))
+    return refs
+
+
+_REF_SEPARATORS = re.compile(r"[,\n]")
 
 
 # A reference named in prose ("see src/auth/login.py#L42-L45"): a path with a file extension and lines.

@@ -57,11 +57,12 @@ def refs_link_anchors(lesson, rows, *, new=False):
         row.anchor_id = existing[row.as_text()]
 
 
-def schedule_anchoring(memory_id):
-    """After the write commits, anchor the memory's new refs, when its project has a checkout."""
+def schedule_anchoring(memory_id, project=None):
+    """After the write commits, anchor the memory's new refs, when its project (read unless given) has a checkout."""
     from personas.models import Project
 
-    project = Project.objects.filter(memories__id=memory_id).only("slug", "checkout_path").first()
+    if project is None:
+        project = Project.objects.filter(memories__id=memory_id).only("slug", "checkout_path").first()
     if project is None or not has_checkout_configured(project):
         return
 

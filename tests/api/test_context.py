@@ -149,3 +149,19 @@ def test_etag_spares_an_unchanged_text(agent, memory, persona, project):
     changed = agent.client.get(url, headers={**agent.headers, "If-None-Match": etag})
     assert changed.status_code == 200 and "A new lesson" in changed.content.decode()
     assert changed["ETag"] != etag
+
+
+def test_the_memory_a_read_finds_holds_its_stored_settings(agent, memory, persona, project):
+    # The cached lookup fills what compiling needs; any other field is read from the database, never a default.
+    from memory.api.selectors import read_scope
+    from memory.tokens import agent_token_authenticate
+
+    memory.max_working_lines = 42
+    memory.save()
+    make_lesson(memory, "Settings follow the memory in api/selectors.py")
+    agent.get(memory_url(persona, project, "context"))  # cached now
+    token = agent_token_authenticate(agent.headers["Authorization"].split(" ", 1)[1], cached=True)
+    _, _, found = read_scope(token, persona.name, project.slug)
+    memory.refresh_from_db()
+    assert (found.pk, found.version, found.core_char_budget) == (memory.pk, memory.version, memory.core_char_budget)
+    assert found.max_working_lines == 42

@@ -354,3 +354,32 @@ def test_features_are_woken_only_when_asked(tree, run_command, django_capture_on
         working_lessons_added.disconnect(receiver)
     new = Lesson.objects.get(text="One more")
     assert received == [(new.memory_id, [new.pk])]
+
+
+def test_the_import_page_cache_is_for_the_import_only(tree):
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's page cache")
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA cache_size")
+        before = cursor.fetchone()[0]
+        memory_import_tree(tree=read_tree(tree), actor=Actor.system("tests"))
+        cursor.execute("PRAGMA cache_size")
+        assert cursor.fetchone()[0] == before
+    assert Lesson.objects.count() == 5
+
+
+def test_lines_differing_only_in_spacing_are_the_same_lesson(tmp_path):
+    from memory.models import content_hash
+
+    # Runs of any whitespace (tabs, no-break and ideographic spaces, line separators) count as one space.
+    assert content_hash("Retry\t uses\u00a0a  fixed\u3000delay\u2028 ") == content_hash("retry uses a fixed delay.")
+    root = write_tree(tmp_path / "agents", {
+        "Maya/memories/app/working.md": "## 2025-01-31 [OBSERVATION]\n- [OBSERVATION] Retry  uses a\u00a0fixed delay\n",
+    })
+    memory_import_tree(tree=read_tree(root), actor=Actor.system("tests"))
+    (root / "Maya/memories/app/working.md").write_text(
+        "## 2025-01-31 [OBSERVATION]\n- [OBSERVATION] Retry uses a fixed delay.\n", encoding="utf-8")
+    report = memory_import_tree(tree=read_tree(root), actor=Actor.system("tests"))
+    assert report.added == 0 and report.already_present == 1
