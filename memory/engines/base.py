@@ -161,3 +161,26 @@ def dispatch_tool_call(call_id: str, name: str, raw_arguments, tools, handler) -
     elif not isinstance(result, ToolResult):
         result = tool_result_json(call, result)
     return call, result
+
+
+def single_tool_answer(engine, *, system, prompt, tool, purpose, error, max_tokens=None):
+    """The arguments of the one call of `tool` a model must make to answer; `error(message)` is
+    raised when the call fails, the tool refused the arguments, or it was not called exactly once."""
+    answers = []
+
+    def handler(call):
+        answers.append(call.arguments)
+        return "Recorded."
+
+    label = getattr(engine, "provider", "model")
+    try:
+        session = engine.run_tools(system=system, prompt=prompt, tools=[tool], handler=handler, purpose=purpose,
+                                   max_turns=1, max_tokens=max_tokens)
+    except EngineError as exc:
+        raise error(f"the {label} call failed ({exc})") from None
+    refused = [result.content for call, result in session.calls if result.is_error]
+    if refused:
+        raise error(f"the {label} answer was not usable ({refused[0]})")
+    if len(answers) != 1:
+        raise error(f"the {label} answer called {tool.name} {len(answers)} times instead of once")
+    return answers[0]

@@ -306,7 +306,7 @@ def trim_loose_members(positions, sim, *, ratio=None):
     """
     ratio = LOOSE_MEMBER_RATIO if ratio is None else ratio
     members = list(positions)
-    specific = getattr(sim, "specific", sim)
+    specific = sim.specific
     while len(members) >= 3:
         means = {p: sum(specific(p, q) for q in members if q != p) / (len(members) - 1) for p in members}
         loosest = min(members, key=means.get)
@@ -325,7 +325,7 @@ def _tied_beyond_one(p, members, specific, sim):
     """Whether `p` is close to the group even without its closest member: then it is a restatement
     that is only worded further off, not a lesson hanging on one member."""
     links = sorted((specific(p, q) for q in members if q != p), reverse=True)[1:]
-    return sum(links) / len(links) >= BEYOND_ONE_FACTOR * getattr(sim, "threshold", LINK_SIMILARITY)
+    return sum(links) / len(links) >= BEYOND_ONE_FACTOR * sim.threshold
 
 
 def group_of(members, cohesion=1.0):

@@ -35,7 +35,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from datetime import date
 
-from memory.engines.base import EngineError, Tool
+from memory.engines.base import Tool, single_tool_answer
 from memory.promotions import detection, verification
 
 PURPOSE = "promotion grouping"
@@ -335,25 +335,10 @@ def _prompt(batch):
 
 def ask(engine, batch, *, max_tokens):
     """One model call for one batch: its [Assignment], or ProposalError."""
-    answers = []
-
-    def handler(call):
-        answers.append(call.arguments)
-        return "Recorded."
-
-    label = getattr(engine, "provider", "model")
-    try:
-        session = engine.run_tools(system=SYSTEM_PROMPT, prompt=_prompt(batch), tools=[PROPOSE_TOOL],
-                                   handler=handler, purpose=PURPOSE, max_turns=1, max_tokens=max_tokens)
-    except EngineError as exc:
-        raise ProposalError(f"the {label} call failed ({exc})") from None
-    refused = [result.content for call, result in session.calls if result.is_error]
-    if refused:
-        raise ProposalError(f"the {label} answer was not usable ({refused[0]})")
-    if len(answers) != 1:
-        raise ProposalError(f"the {label} answer called propose_groups {len(answers)} times instead of once")
+    answer = single_tool_answer(engine, system=SYSTEM_PROMPT, prompt=_prompt(batch), tool=PROPOSE_TOOL,
+                                purpose=PURPOSE, error=ProposalError, max_tokens=max_tokens)
     offered = {f"G{n}": g for n, g in enumerate(batch.offered, 1)}
-    return parse_answer(answers[0], [item.id for item in batch.items], offered, [item.id for item in batch.earlier])
+    return parse_answer(answer, [item.id for item in batch.items], offered, [item.id for item in batch.earlier])
 
 
 def apply(placements, batch, assignments):

@@ -13,7 +13,7 @@ VerificationError: the detection run stops before anything is stored, so no cand
 
 from dataclasses import dataclass
 
-from memory.engines.base import EngineError, Tool
+from memory.engines.base import Tool, single_tool_answer
 from memory.promotions.detection import Group, group_of
 
 PURPOSE = "promotion verification"
@@ -103,24 +103,9 @@ def _prompt(group, lessons):
 
 def ask(engine, group, lessons):
     """One model call for one group; returns its Verdict or raises VerificationError."""
-    answers = []
-
-    def handler(call):
-        answers.append(call.arguments)
-        return "Recorded."
-
-    label = getattr(engine, "provider", "model")
-    try:
-        session = engine.run_tools(system=SYSTEM_PROMPT, prompt=_prompt(group, lessons), tools=[VERIFY_TOOL],
-                                   handler=handler, purpose=PURPOSE, max_turns=1)
-    except EngineError as exc:
-        raise VerificationError(f"the {label} call failed ({exc})") from None
-    refused = [result.content for call, result in session.calls if result.is_error]
-    if refused:
-        raise VerificationError(f"the {label} answer was not usable ({refused[0]})")
-    if len(answers) != 1:
-        raise VerificationError(f"the {label} answer called verify_group {len(answers)} times instead of once")
-    return parse_verdict(answers[0], group.lesson_ids)
+    answer = single_tool_answer(engine, system=SYSTEM_PROMPT, prompt=_prompt(group, lessons), tool=VERIFY_TOOL,
+                                purpose=PURPOSE, error=VerificationError)
+    return parse_verdict(answer, group.lesson_ids)
 
 
 def verify(groups, *, engine, lessons, facts, min_dates):

@@ -209,9 +209,12 @@ def test_loose_member_trimming_keeps_a_group_whose_members_are_tied_to_each_othe
         """Similarities given by hand: 0-1-2 restate one lesson, 3 is close to 0 only."""
 
         scores = {(0, 1): 0.30, (0, 2): 0.25, (1, 2): 0.28, (0, 3): 0.30, (1, 3): 0.04, (2, 3): 0.05}
+        threshold = detection.LINK_SIMILARITY
 
         def __call__(self, p, q):
             return self.scores[min(p, q), max(p, q)]
+
+        specific = __call__
 
     members, mean = detection.trim_loose_members([0, 1, 2, 3], Table())
     assert members == [0, 1, 2]
