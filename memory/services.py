@@ -150,9 +150,10 @@ REASON_MAX_CHARS = 4000
 
 # --- batches and versions --------------------------------------------------------------------
 
-def batch_create(*, memory, kind, actor, label="", reason=""):
+def batch_build(*, memory, kind, actor, label="", reason=""):
+    """An unsaved ChangeBatch, for writers that create many at once; batch_create saves one."""
     reason = check_text(reason or "", field="reason", multiline=True, max_chars=REASON_MAX_CHARS)
-    return ChangeBatch.objects.create(
+    return ChangeBatch(
         memory=memory,
         kind=kind,
         label=label[:300],
@@ -161,6 +162,12 @@ def batch_create(*, memory, kind, actor, label="", reason=""):
         actor_user=actor.user,
         actor_label=actor.label[:200],
     )
+
+
+def batch_create(*, memory, kind, actor, label="", reason=""):
+    batch = batch_build(memory=memory, kind=kind, actor=actor, label=label, reason=reason)
+    batch.save(force_insert=True)
+    return batch
 
 
 def memory_bump_version(memory):

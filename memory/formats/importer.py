@@ -2,7 +2,8 @@
 
 Each memory's new lessons are written as one ChangeBatch of kind `import` (so an import can be
 reverted as a unit from the history), with one `create` Change per lesson and one version bump
-per memory. Lessons are bulk-inserted: an import of a whole team's memory is one transaction.
+per memory. Lessons are bulk-inserted: an import of a whole team's memory is one transaction,
+and the batches, lessons, refs and history of many folders go in together as a few statements.
 
 Idempotence. A file line and a stored lesson are the same when they share tier, category, content
 hash of the text and, when the file states it, the date (the section date in working.md, the
@@ -25,8 +26,8 @@ the memory in between (an edit, a deletion, a revert) or to the files sends it t
 comparison above.
 """
 
+import json
 import re
-import sqlite3
 from contextlib import contextmanager
 import unicodedata
 from collections import Counter
@@ -39,7 +40,7 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from memory import services
+from memory import context_cache, services
 from memory.formats.nightwatch import TreeError
 from memory.models import Change, ChangeBatch, ImportedFolder, Lesson, LessonRef, LessonStatus, Memory, content_hash
 from memory.refs.services import schedule_anchoring
@@ -250,92 +251,95 @@ def _find_project(folder, report):
     return project
 
 
-def _param_limit():
-    """Bound parameters one statement may carry on this connection."""
-    if connection.vendor == "sqlite":
-        connection.ensure_connection()
-        try:
-            return connection.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
-        except (AttributeError, sqlite3.Error):  # getlimit arrived in Python 3.11
-            return 999
-    return connection.features.max_query_params or 65535
-
-
 class _Inserter:
-    """Multi-row INSERTs without building model instances: the ORM's per-object cost dominated imports.
+    """Bulk INSERTs without model instances, all rows in one statement that reads them from JSON.
+
+    The ORM's per-object cost dominated imports, and so did binding every value of every row from
+    Python (executemany on SQLite; on PostgreSQL, psycopg splitting a multi-row VALUES statement
+    of thousands of placeholders). Here the rows go as one JSON array, written by json's C encoder
+    and unpacked by the database (SQLite's json_each, PostgreSQL's jsonb_array_elements), in order.
 
     Every concrete column of the model is written: the ones given per row, the rest from the
     field's default (auto_now fields get the import time), so a field added to the model later
-    is filled just as `Model.objects.create` would fill it.
+    is filled just as `Model.objects.create` would fill it. Given values are JSON strings,
+    integers, booleans, None, dates, or (for a JSONField) the JSON text itself.
     """
-
-    MAX_ROWS = 1000  # rows per multi-row INSERT, within every supported database's parameter limit
 
     def __init__(self, model, varying, now):
         self.connection = connection
         ops = connection.ops
-        self.fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+        fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+        by_name = {f.attname: f for f in fields}
         self.varying = list(varying)
-        by_name = {f.attname: f for f in self.fields}
-        # (position, adapter) of the given columns that need adapting to the database; the rest go as they are.
-        self.adapt = []
+        self.dates = [i for i, name in enumerate(self.varying)
+                      if isinstance(by_name[name], models.DateField)
+                      and not isinstance(by_name[name], models.DateTimeField)]
+        if any(isinstance(by_name[name], models.DateTimeField) for name in self.varying):
+            raise ValueError("date-times are written as constants only")
+        sqlite = connection.vendor == "sqlite"
+        picks = []
         for i, name in enumerate(self.varying):
             field_ = by_name[name]
-            if isinstance(field_, models.JSONField):
-                self.adapt.append((i, lambda v, encoder=field_.encoder: None if v is None else ops.adapt_json_value(v, encoder)))
-            elif isinstance(field_, models.DateTimeField):
-                self.adapt.append((i, ops.adapt_datetimefield_value))
-            elif isinstance(field_, models.DateField):
-                self.adapt.append((i, ops.adapt_datefield_value))
+            if sqlite:  # JSON text given for a JSONField is a string: stored as it is
+                picks.append(f"json_extract(value, '$[{i}]')")
+            elif isinstance(field_, models.JSONField):
+                picks.append(f"(r->>{i})::jsonb")
+            elif isinstance(field_, (models.CharField, models.TextField)):
+                # Text as it is: the column's own assignment refuses an overlong value, where an
+                # explicit cast to varchar(n) would cut it silently.
+                picks.append(f"(r->>{i})")
+            else:
+                picks.append(f"(r->>{i})::{field_.db_type(connection)}")
         constants = {}
-        for f in self.fields:
+        for f in fields:
             if f.attname in self.varying:
                 continue
             value = now if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False) else f.get_default()
             constants[f.attname] = f.get_db_prep_save(value, connection)
+            picks.append("%s")
         qn = ops.quote_name
-        self.columns = self.varying + list(constants)
-        self.column_sql = ", ".join(qn(by_name[name].column) for name in self.columns)
-        self.table = qn(model._meta.db_table)
-        self.pk = qn(model._meta.pk.column)
+        columns = ", ".join(qn(by_name[name].column) for name in [*self.varying, *constants])
+        table, self.pk = qn(model._meta.db_table), qn(model._meta.pk.column)
+        self.table = table
         self.constant_values = list(constants.values())
+        if sqlite:
+            self.sql = f"INSERT INTO {table} ({columns}) SELECT {', '.join(picks)} FROM json_each(%s) ORDER BY key"
+        else:
+            self.sql = (f"INSERT INTO {table} ({columns}) SELECT {', '.join(picks)} "
+                        f"FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS rows(r, n) ORDER BY n")
 
-    def _rows(self, rows):
-        """The rows as the statement takes them: given columns adapted, then the constant ones."""
-        constants = tuple(self.constant_values)
-        if not self.adapt:
-            return [(*r, *constants) for r in rows]
-        if len(self.adapt) == 1:
-            (i, adapt), = self.adapt
-            return [(*r[:i], adapt(r[i]), *r[i + 1:], *constants) for r in rows]
-        out = []
-        for r in rows:
-            row = list(r)
-            for i, adapt in self.adapt:
-                row[i] = adapt(row[i])
-            row.extend(constants)
-            out.append(row)
-        return out
+    def _payload(self, rows):
+        if self.dates:
+            rows = [list(r) for r in rows]
+            for row in rows:
+                for i in self.dates:
+                    row[i] = row[i].isoformat()
+        return json.dumps(rows, ensure_ascii=False)
 
     def insert(self, rows, *, returning=False):
-        """rows: tuples in `varying` order. Returns the new primary keys in row order when asked."""
-        width = len(self.columns)
-        one = "(" + ", ".join(["%s"] * width) + ")"
-        ids = []
+        """rows: tuples in `varying` order. Returns the new primary keys in row order when asked.
+
+        On SQLite the new ids are the ones above the largest before: ids only grow, and the import
+        holds the database's write lock, so no other writer adds rows meanwhile. PostgreSQL
+        returns them in the order the rows went in.
+        """
+        if not rows:
+            return []
+        params = [*self.constant_values, self._payload(rows)]  # the placeholders' order in self.sql
         with self.connection.cursor() as cursor:
-            if not returning and self.connection.vendor == "sqlite":  # prepared once, fastest there
-                cursor.executemany(f"INSERT INTO {self.table} ({self.column_sql}) VALUES {one}", self._rows(rows))
-                return ids
-            per = max(1, min(self.MAX_ROWS, _param_limit() // width))
-            for start in range(0, len(rows), per):
-                chunk = rows[start:start + per]
-                params = [v for r in self._rows(chunk) for v in r]
-                sql = f"INSERT INTO {self.table} ({self.column_sql}) VALUES {', '.join([one] * len(chunk))}"
-                if returning:
-                    cursor.execute(f"{sql} RETURNING {self.pk}", params)
-                    ids.extend(row[0] for row in cursor.fetchall())
-                else:
-                    cursor.execute(sql, params)
+            if self.connection.vendor != "sqlite":
+                cursor.execute(self.sql + (f" RETURNING {self.pk}" if returning else ""), params)
+                return [row[0] for row in cursor.fetchall()] if returning else []
+            if returning:
+                cursor.execute(f"SELECT COALESCE(MAX({self.pk}), 0) FROM {self.table}")
+                (before,) = cursor.fetchone()
+            cursor.execute(self.sql, params)
+            if not returning:
+                return []
+            cursor.execute(f"SELECT {self.pk} FROM {self.table} WHERE {self.pk} > %s ORDER BY {self.pk}", [before])
+            ids = [row[0] for row in cursor.fetchall()]
+        if len(ids) != len(rows):
+            raise RuntimeError(f"{self.table}: {len(rows)} rows written but {len(ids)} new ids found")
         return ids
 
 
@@ -347,7 +351,7 @@ _CHANGE_COLUMNS = ("batch_id", "memory_id", "lesson_id", "action", "after")
 
 @dataclass
 class _Snapshot:
-    """What lesson_snapshot reads, for a lesson inserted without a model instance."""
+    """What lesson_snapshot reads, for a lesson inserted without a model instance (see _snapshot_writer)."""
 
     tier: str
     category: str
@@ -358,6 +362,39 @@ class _Snapshot:
     status: str = Lesson._meta.get_field("status").default
 
 
+_json_string = json.encoder.encode_basestring_ascii  # how json.dumps writes a string by default
+
+
+def _snapshot_writer():
+    """A function (tier, category, text, day, refs) -> the JSON text of lesson_snapshot for a new lesson.
+
+    Encoding 100,000 snapshot dicts one by one was a sixth of an import's time. The fields every
+    imported lesson shares are written once, from lesson_snapshot itself; per lesson only its
+    strings are escaped, exactly as json.dumps escapes them. Key order differs from json.dumps,
+    which nothing reads (history compares decoded snapshots).
+    """
+    shared = services.lesson_snapshot(_Snapshot("", "", "", timezone.localdate()), [])
+    varying = ("tier", "category", "text", "lesson_date", "refs")
+    for key in varying:
+        shared.pop(key)
+    head = json.dumps(shared)[:-1] + ", " if shared else "{"
+
+    starts = {}  # (tier, category, day) -> the text before "text", shared by many lessons
+
+    def write(tier, category, text, day, refs):
+        start = starts.get((tier, category, day))
+        if start is None:
+            start = starts[(tier, category, day)] = (
+                f'{head}"tier": {_json_string(tier)}, "category": {_json_string(category)}, '
+                f'"lesson_date": "{day.isoformat()}", "text": '
+            )
+        if refs:
+            return f'{start}{_json_string(text)}, "refs": [{", ".join([_json_string(r.as_text()) for r in refs])}]}}'
+        return f'{start}{_json_string(text)}, "refs": []}}'
+
+    return write
+
+
 def _inserters(cache):
     """One set of inserters per import (building one reads the model's fields and defaults)."""
     if "inserters" not in cache:
@@ -366,76 +403,148 @@ def _inserters(cache):
             _Inserter(Lesson, _LESSON_COLUMNS, now),
             _Inserter(LessonRef, _REF_COLUMNS, now),
             _Inserter(Change, _CHANGE_COLUMNS, now),
+            _snapshot_writer(),
         )
     return cache["inserters"]
 
 
-def _insert_lessons(memory, batch, lines, today, base, cache):
-    lesson_inserter, ref_inserter, change_inserter = _inserters(cache)
-    rows, snapshots = [], []
-    for line in lines:
-        day = line.lesson_date or today
-        section = base if line.tier == "core" else base + 1 + line.section
-        rows.append((memory.pk, line.tier, line.category, line.text, day, section, line.unparsed,
-                     line.raw_line if line.unparsed else "", content_hash(line.text), line.lesson_date is None,
-                     line.heading if len(line.heading) <= HEADING_MAX else ""))
-        snapshots.append(services.lesson_snapshot(_Snapshot(line.tier, line.category, line.text, day), line.refs))
-    ids = lesson_inserter.insert(rows, returning=True)
-    refs = [
-        (lesson_id, r.path, r.start_line, r.end_line, position)
-        for lesson_id, line in zip(ids, lines)
-        for position, r in enumerate(line.refs)
-    ]
-    if refs:
-        ref_inserter.insert(refs)
-    change_inserter.insert(
-        [(batch.pk, memory.pk, lesson_id, Change.Action.CREATE, after) for lesson_id, after in zip(ids, snapshots)]
-    )
-    return ids
+@dataclass
+class _Folder:
+    """One folder on its way in: where its lines go and which of them are new."""
+
+    folder: object
+    report: MemoryImport
+    memory: Memory
+    lines: list
+    base: int  # section of its core lines; its working sections follow
 
 
-def memory_import_folder(*, folder, actor, label, today=None, cache=None, bump=True):
-    """Import one persona × project folder. Call inside a transaction (import_tree does).
+class _Writer:
+    """The new lessons of many folders, written together.
 
-    `cache` (a dict shared across the folders of one import) saves looking up a persona or
-    project again for each of its folders. bump=False leaves the version to the caller, which
-    bumps every memory it changed once at the end.
+    Each memory still gets its own `import` batch with one `create` change per lesson; the batches,
+    lessons, refs and changes of every folder held go in as a few statements (per-folder statements
+    were most of an import's database time). A folder whose memory is already held waits for a
+    write first, so its lines are compared with what the earlier folder added.
     """
-    cache = {} if cache is None else cache
+
+    MAX_LINES = 20_000  # lines held before writing: bounds one statement's payload (a few MB)
+
+    def __init__(self, *, actor, label, today, cache):
+        self.actor, self.label, self.today, self.cache = actor, label, today, cache
+        self.held, self.memories, self.lines = [], set(), 0
+
+    def holds(self, memory):
+        return memory.pk in self.memories
+
+    def add(self, item):
+        self.held.append(item)
+        self.memories.add(item.memory.pk)
+        self.lines += len(item.lines)
+        if self.lines >= self.MAX_LINES:
+            self.write()
+
+    def write(self):
+        held, self.held, self.memories, self.lines = self.held, [], set(), 0
+        if not held:
+            return
+        batches = ChangeBatch.objects.bulk_create([
+            services.batch_build(memory=item.memory, kind=ChangeBatch.Kind.IMPORT, actor=self.actor, label=self.label,
+                                 reason=f"Imported from {item.folder.path}")
+            for item in held
+        ])
+        lesson_inserter, ref_inserter, change_inserter, write_snapshot = _inserters(self.cache)
+        today = self.today
+        rows, changes = [], []
+        for item, batch in zip(held, batches):
+            memory_id, batch_id, base = item.memory.pk, batch.pk, item.base
+            for line in item.lines:
+                day = line.lesson_date or today
+                text = line.text
+                section = base if line.tier == "core" else base + 1 + line.section
+                rows.append((memory_id, line.tier, line.category, text, day, section, line.unparsed,
+                             line.raw_line if line.unparsed else "", content_hash(text), line.lesson_date is None,
+                             line.heading if len(line.heading) <= HEADING_MAX else ""))
+                after = write_snapshot(line.tier, line.category, text, day, line.refs)
+                changes.append([batch_id, memory_id, None, Change.Action.CREATE, after])
+        ids = lesson_inserter.insert(rows, returning=True)
+        lines = [line for item in held for line in item.lines]
+        refs = [
+            (lesson_id, r.path, r.start_line, r.end_line, position)
+            for lesson_id, line in zip(ids, lines)
+            for position, r in enumerate(line.refs)
+        ]
+        if refs:
+            ref_inserter.insert(refs)
+        for change, lesson_id in zip(changes, ids):
+            change[2] = lesson_id
+        change_inserter.insert(changes)
+        at = 0
+        for item, batch in zip(held, batches):
+            report, count = item.report, len(item.lines)
+            item_ids = ids[at:at + count]
+            at += count
+            report.batch_id = batch.pk
+            report.working_ids = [pk for pk, line in zip(item_ids, item.lines) if line.tier == "working"]
+            report.core_added = count - len(report.working_ids)
+            report.working_added = len(report.working_ids)
+            if any(line.refs for line in item.lines):
+                schedule_anchoring(item.memory.pk, item.memory.project)  # bulk inserts skip the per-lesson anchoring
+
+
+def _memories_of(persona, cache):
+    """{project id: memory} of a persona, read once per import."""
+    key = ("memories", persona.pk)
+    if key not in cache:
+        cache[key] = {m.project_id: m for m in Memory.objects.filter(persona=persona)}
+    return cache[key]
+
+
+def _resolve(folder, cache):
+    """The report of a folder with its persona and project found or created, and its memory when it has one."""
     report = MemoryImport(
         persona=folder.persona_name, project=folder.project_folder, archived=folder.archived_at is not None,
-        notes=list(folder.notes),
+        notes=list(folder.notes), unparsed=folder.unparsed, rejected=folder.rejected,
     )
     persona = _persona_for(folder, report, cache)
     project = _project_for(folder, report, cache)
     report.persona, report.project = persona.name, project.slug
-    memory = Memory.objects.filter(persona=persona, project=project).first()
-    report.unparsed = folder.unparsed
-    report.rejected = folder.rejected
-    if memory is None:
-        memory = Memory.objects.create(persona=persona, project=project)
-        report.created.append("memory")
-        new_lines, base = folder.lessons, 1  # a new memory holds nothing yet
-    else:
-        new_lines, report.already_present = select_new_lines(memory, folder.lessons)
-        base = services.next_section(memory)
-    report.memory_id, report.memory_version = memory.pk, memory.version
-    if not new_lines:
-        return report
-    batch = services.batch_create(
-        memory=memory, kind=ChangeBatch.Kind.IMPORT, actor=actor, label=label,
-        reason=f"Imported from {folder.path}",
-    )
-    ids = _insert_lessons(memory, batch, new_lines, today or timezone.localdate(), base, cache)
-    if any(line.refs for line in new_lines):
-        schedule_anchoring(memory.pk, project)  # bulk inserts skip the per-lesson anchoring of services
-    report.working_ids = [pk for pk, line in zip(ids, new_lines) if line.tier == "working"]
-    if bump:
-        report.memory_version = services.memory_bump_version(memory)
-    report.batch_id = batch.pk
-    report.core_added = sum(1 for line in new_lines if line.tier == "core")
-    report.working_added = len(new_lines) - report.core_added
-    return report
+    return report, persona, project
+
+
+def _import_folders(folders, *, actor, label, today):
+    """Import folders (active before archived) and return their reports, in the same order."""
+    cache = {}
+    resolved = [(folder, *_resolve(folder, cache)) for folder in folders]
+    # Memories no import made yet are created together; the first of their folders reports it.
+    missing = {}
+    for folder, report, persona, project in resolved:
+        if project.pk not in _memories_of(persona, cache) and (persona.pk, project.pk) not in missing:
+            missing[(persona.pk, project.pk)] = Memory(persona=persona, project=project)
+            report.created.append("memory")
+    for memory in Memory.objects.bulk_create(list(missing.values())):
+        _memories_of(memory.persona, cache)[memory.project_id] = memory
+        context_cache.memory_changed(memory)  # as a saved memory would (bulk creation sends no signal)
+    writer = _Writer(actor=actor, label=label, today=today, cache=cache)
+    fresh = {memory.pk for memory in missing.values()}  # holding nothing yet: every line is new
+    reports = []
+    for folder, report, persona, project in resolved:
+        memory = _memories_of(persona, cache)[project.pk]
+        memory.project = project
+        if writer.holds(memory):
+            writer.write()
+        if memory.pk in fresh:
+            fresh.discard(memory.pk)
+            new_lines, base = folder.lessons, 1
+        else:
+            new_lines, report.already_present = select_new_lines(memory, folder.lessons)
+            base = services.next_section(memory)
+        report.memory_id, report.memory_version = memory.pk, memory.version
+        if new_lines:
+            writer.add(_Folder(folder, report, memory, new_lines, base))
+        reports.append(report)
+    writer.write()
+    return reports
 
 
 _FOLDER_FIELDS = ("folder", "digest", "memory_id", "memory_version", "lines", "memory__version",
@@ -522,17 +631,22 @@ def _import_tree(*, tree, actor, dry_run, notify):
     label = f"Import of {tree.root}"[:300]
     today = timezone.localdate()
     ordered = sorted(tree.memories, key=lambda m: m.archived_at is not None)
-    cache = {}
     root = str(Path(tree.root).resolve())
     known = _imported_folders(root)
-    imported = {}
+    slots, to_import = [], []
     for folder in ordered:
         rel = Path(folder.path).relative_to(tree.root).as_posix()
         unchanged = _unchanged(folder, known.get(rel))
+        slots.append((rel, folder, unchanged))
+        if unchanged is None:
+            to_import.append(folder)
+    results = iter(_import_folders(to_import, actor=actor, label=label, today=today))
+    imported = {}
+    for rel, folder, unchanged in slots:
         if unchanged is not None:
             report.memories.append(unchanged)
             continue
-        result = memory_import_folder(folder=folder, actor=actor, label=label, today=today, cache=cache, bump=False)
+        result = next(results)
         report.memories.append(result)
         if folder.digest and not result.unparsed and not result.notes:
             imported[rel] = (folder.digest, result)

@@ -208,7 +208,7 @@ def parse_bullet(line, *, tier):
             if not m["refs"].strip():
                 raise LineError("empty (ref: ) group")
             try:
-                refs = parse_ref_list(m["refs"]) + refs
+                refs = parse_ref_list(m["refs"], checked=True) + refs  # the whole line was checked above
             except ValidationError as exc:
                 raise LineError(f"bad reference: {' '.join(exc.messages)}") from None
             rest = rest[: m.start()]

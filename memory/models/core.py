@@ -150,6 +150,10 @@ class LessonQuerySet(models.QuerySet):
 
 
 class Lesson(models.Model):
+    # Every index is paid for on each of the 100,000 inserts of a team's import, so the table has no
+    # index a query cannot use: content_hash is read through lesson_memory_hash (memory first), and
+    # the mostly-empty links are indexed only where they are set. memory keeps its own index: it
+    # hands a memory's lessons back in id order, which compile and export read without a sort.
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="lessons")
     tier = models.CharField(max_length=10, choices=Tier.choices, default=Tier.WORKING)
     # Blank category: an untagged v1 bullet, or an unparsed line kept verbatim.
@@ -171,18 +175,19 @@ class Lesson(models.Model):
     # promotion can leave a header whose tag no longer matches the first bullet). Blank: derived.
     section_heading = models.CharField(max_length=100, blank=True)
     vague = models.BooleanField(default=False, help_text="Flagged by reflection parsing: no file, symbol or number.")
-    content_hash = models.CharField(max_length=64, db_index=True)
+    content_hash = models.CharField(max_length=64)
 
     # Provenance
     interaction = models.ForeignKey(
-        "memory.Interaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="lessons"
+        "memory.Interaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="lessons",
+        db_index=False,
     )
     derived_from = models.ManyToManyField(
         "self", symmetrical=False, blank=True, related_name="derivatives",
         help_text="Lessons this one was promoted, merged or reflected from.",
     )
     superseded_by = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes", db_index=False,
     )
     source_entry_ids = models.JSONField(default=list, blank=True)
     observed_at = models.DateTimeField(null=True, blank=True)
@@ -197,6 +202,10 @@ class Lesson(models.Model):
         indexes = [
             models.Index(fields=["memory", "status", "tier"], name="lesson_memory_status_tier"),
             models.Index(fields=["memory", "content_hash"], name="lesson_memory_hash"),
+            models.Index(fields=["interaction"], name="lesson_interaction",
+                         condition=models.Q(interaction__isnull=False)),
+            models.Index(fields=["superseded_by"], name="lesson_superseded_by",
+                         condition=models.Q(superseded_by__isnull=False)),
             # Compiling reads the must-keep lessons of a memory on every agent turn.
             models.Index(
                 fields=["memory", "status"], name="lesson_must_keep",
@@ -243,10 +252,11 @@ class LessonRef(models.Model):
     # Where the ref was last seen true in the repository (memory.refs); rows are replaced on
     # every write, the anchor outlives them.
     anchor = models.ForeignKey("memory.RefAnchor", null=True, blank=True, on_delete=models.SET_NULL,
-                               related_name="refs")
+                               related_name="refs", db_index=False)
 
     class Meta:
         ordering = ["lesson_id", "position", "id"]
+        indexes = [models.Index(fields=["anchor"], name="ref_anchor", condition=models.Q(anchor__isnull=False))]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(end_line__isnull=True)
@@ -342,18 +352,22 @@ class Change(models.Model):
 
     batch = models.ForeignKey(ChangeBatch, on_delete=models.CASCADE, related_name="changes")
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="changes")
-    lesson = models.ForeignKey(Lesson, on_delete=models.CASCADE, related_name="changes")
+    # Read through change_lesson_recent, which leads with lesson.
+    lesson = models.ForeignKey(Lesson, on_delete=models.CASCADE, related_name="changes", db_index=False)
     action = models.CharField(max_length=12, choices=Action.choices)
     before = models.JSONField(null=True, blank=True)
     after = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     reverted_by = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reverts"
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reverts", db_index=False,
     )
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["lesson", "-id"], name="change_lesson_recent")]
+        indexes = [
+            models.Index(fields=["lesson", "-id"], name="change_lesson_recent"),
+            models.Index(fields=["reverted_by"], name="change_reverted_by", condition=models.Q(reverted_by__isnull=False)),
+        ]
 
     def __str__(self):
         return f"{self.get_action_display()} lesson {self.lesson_id}"

@@ -33,12 +33,13 @@ class Ref:
         return f"{self.path}#L{self.start_line}-L{self.end_line}"
 
 
-def parse_ref(text, *, backwards_ok=False):
+def parse_ref(text, *, backwards_ok=False, checked=False):
     """Parse one reference; raises ValidationError naming what is wrong.
 
     backwards_ok reads a range given backwards (#L20-L10) as the same lines instead of refusing it.
+    checked: the caller already ran text_problem over text (or over the line holding it).
     """
-    problem = text_problem(text)
+    problem = None if checked else text_problem(text)
     if problem:
         raise ValidationError(f"a code reference {problem}")
     raw = text.strip().strip("`")
@@ -66,13 +67,13 @@ def parse_ref(text, *, backwards_ok=False):
     return Ref(path=path, start_line=start, end_line=end)
 
 
-def parse_ref_list(text):
+def parse_ref_list(text, *, checked=False):
     """Comma- or newline-separated references (the form used in `(ref: a, b)` and in edit forms)."""
     refs = []
     for item in _REF_SEPARATORS.split(text or ""):
         bare = item.strip()
         if bare and bare != STALE_MARK:
-            refs.append(parse_ref(item))
+            refs.append(parse_ref(item, checked=checked))
     return refs
 
 

@@ -383,3 +383,85 @@ def test_lines_differing_only_in_spacing_are_the_same_lesson(tmp_path):
         "## 2025-01-31 [OBSERVATION]\n- [OBSERVATION] Retry uses a fixed delay.\n", encoding="utf-8")
     report = memory_import_tree(tree=read_tree(root), actor=Actor.system("tests"))
     assert report.added == 0 and report.already_present == 1
+
+
+TRICKY = [
+    'Quotes "double" and \'single\', a backslash \\ and C:\\temp\\new',
+    "</script><b>markup</b> & entities &amp; stay text",
+    "Emoji 🚀 outside the basic plane, combining e\u0301, Arabic مرحبا and 日本語",
+    "Braces {\"k\": [1, 2]} and a JSON-looking tail ]}",
+]
+
+
+def test_history_of_an_import_is_the_snapshot_of_each_stored_lesson(tmp_path):
+    from memory.services import lesson_snapshot
+
+    working = "## 2025-03-01 [OBSERVATION]\n" + "".join(
+        f"- [OBSERVATION] {text} (ref: src/a{i}.py#L{i + 1}-L{i + 9}, lib/b.ts)\n" for i, text in enumerate(TRICKY)
+    ) + "- not a bullet at all\n- [TODO] plain, no refs\n"
+    core = "".join(f"- [PATTERN] core {text} (promoted 2025-02-0{i + 1})\n" for i, text in enumerate(TRICKY)) + \
+        "- [DECISION] undated core line\n"
+    root = write_tree(tmp_path / "agents", {
+        "Maya/memories/app/working.md": working, "Maya/memories/app/core.md": core,
+        "Omar/memories/app/working.md": working,
+    })
+    report = memory_import_tree(tree=read_tree(root), actor=Actor.system("tests"))
+    assert report.added == Lesson.objects.count() == 2 * (len(TRICKY) + 2) + len(TRICKY) + 1
+    for lesson in Lesson.objects.prefetch_related("refs"):
+        change = Change.objects.get(lesson=lesson)
+        assert change.action == Change.Action.CREATE and change.memory_id == lesson.memory_id
+        assert change.after == lesson_snapshot(lesson), lesson.text
+    stored = {l.text for l in Lesson.objects.all()}
+    assert set(TRICKY) <= stored and {f"core {t}" for t in TRICKY} <= stored
+
+
+def test_lessons_refs_and_history_line_up_across_write_chunks(tmp_path, monkeypatch):
+    from memory.formats import importer
+
+    monkeypatch.setattr(importer._Writer, "MAX_LINES", 7)  # several writes, some splitting no folder
+    files = {}
+    for p in range(3):
+        for q in range(4):
+            files[f"Persona {p}/memories/project-{q}/working.md"] = "## 2025-01-02 [TODO]\n" + "".join(
+                f"- [TODO] p{p} q{q} n{n} (ref: src/p{p}q{q}n{n}.py#L{n + 1})\n" for n in range(q + 2)
+            )
+    root = write_tree(tmp_path / "agents", files)
+    report = memory_import_tree(tree=read_tree(root), actor=Actor.system("tests"))
+    assert report.added == Lesson.objects.count() == 3 * (2 + 3 + 4 + 5)
+    for lesson in Lesson.objects.select_related("memory__persona", "memory__project").prefetch_related("refs"):
+        p, q, n = (part[1:] for part in lesson.text.split())
+        assert (lesson.memory.persona.name, lesson.memory.project.slug) == (f"Persona {p}", f"project-{q}")
+        assert [r.as_text() for r in lesson.refs.all()] == [f"src/p{p}q{q}n{n}.py#L{int(n) + 1}"]
+        assert Change.objects.get(lesson=lesson).after["text"] == lesson.text
+    assert ChangeBatch.objects.count() == 12
+    assert all(m.batch_id and m.memory_version == 1 for m in report.memories)
+
+
+def test_two_folders_of_one_memory_add_their_shared_lines_once(tmp_path):
+    shared = "- [TODO] Rotate the signing key\n"
+    root = write_tree(tmp_path / "agents", {
+        "Maya/memories/app/working.md": "## 2025-01-02 [TODO]\n" + shared,
+        "maya/memories/app/working.md": "## 2025-01-02 [TODO]\n" + shared + "- [TODO] Only in the second folder\n",
+    })
+    report = memory_import_tree(tree=read_tree(root), actor=Actor.system("tests"))
+    assert Memory.objects.count() == 1 and Persona.objects.count() == 1
+    assert sorted(Lesson.objects.values_list("text", flat=True)) == ["Only in the second folder", "Rotate the signing key"]
+    assert [(m.added, m.already_present) for m in report.memories] == [(1, 0), (1, 1)]
+    assert [m.created for m in report.memories] == [["persona", "project", "memory"], []]
+    first, second = Lesson.objects.order_by("id")
+    assert second.section > first.section  # a later import section, not merged into the first
+
+
+def test_a_value_too_long_for_its_column_is_refused_not_cut(tmp_path, monkeypatch):
+    from django.db import DataError, IntegrityError
+
+    from memory.formats import importer
+
+    if importer.connection.vendor == "sqlite":
+        pytest.skip("SQLite does not enforce varchar lengths")
+    inserter = importer._Inserter(Change, importer._CHANGE_COLUMNS, timezone.now())
+    root = write_tree(tmp_path / "agents", {"Maya/memories/app/working.md": "## 2025-01-02 [TODO]\n- [TODO] x\n"})
+    memory_import_tree(tree=read_tree(root), actor=Actor.system("tests"))
+    change = Change.objects.get()
+    with pytest.raises((DataError, IntegrityError)):
+        inserter.insert([(change.batch_id, change.memory_id, change.lesson_id, "x" * 50, "{}")])
