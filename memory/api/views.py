@@ -4,6 +4,7 @@ A token reads and appends only its own persona's memory (and only its project wh
 scoped to one). There is no endpoint that approves, applies, reverts or edits prompts.
 """
 
+import functools
 from typing import Literal
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -13,7 +14,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from pydantic import field_validator
 
 from memory.api import schemas as s
-from memory.api.auth import AgentTokenAuth, PayloadTooLarge
+from memory.api.auth import AgentTokenAuth, PayloadTooLarge, agent_token_for_bearer
 from memory.api.selectors import (
     NotFound, OutOfScope, appended_out, context_payload, interaction_out, interaction_status as interaction_status_payload,
     lesson_page, read_scope, recall_payload, write_scope,
@@ -130,6 +131,11 @@ def memory_context(request, persona: str, project: str, format: Literal["text", 
     if format == "json":
         payload = context_payload(memory)
         return {"persona": request.auth.persona_name, "project": slug, **payload}
+    return context_text_response(request, memory)
+
+
+def context_text_response(request, memory):
+    """The compiled text of a memory the token may read, or 304 when the agent holds it already."""
     # The version and budgets identify the text, so an agent holding the current text gets a 304.
     etag = f'"m{memory.pk or 0}-v{memory.version}-b{memory.core_char_budget}.{memory.working_char_budget}"'
     if etag in [tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")]:
@@ -140,6 +146,39 @@ def memory_context(request, persona: str, project: str, format: Literal["text", 
     response["ETag"] = etag
     response["X-Memory-Version"] = str(memory.version)
     return response
+
+
+@functools.cache
+def api_view(url_name):
+    """The API's own view for one of its operations (what its URL pattern calls)."""
+    for pattern in api.urls[0]:
+        if getattr(pattern, "name", None) == url_name:
+            return pattern.callback
+    raise LookupError(f"the agent API has no operation named {url_name!r}")
+
+
+def memory_context_text(request, persona, project):
+    """GET …/context as text, the read every agent turn makes, in a plain Django view.
+
+    The API framework parses the path and query into validated models and runs its
+    authentication hooks on every request; for this one read that cost as much as the rest
+    of serving the cached text. This view serves the common case itself, with the same token
+    check and scope rules and the same response, and hands every other request (another method,
+    any query string such as ?format=json, no or a bad token, a name out of scope or unknown)
+    to the API's own view, so errors, their JSON bodies and the documented schema stay as they are.
+    """
+    scheme, _, raw = request.headers.get("Authorization", "").partition(" ")
+    if request.method == "GET" and not request.GET and scheme.lower() == "bearer":
+        agent_token = agent_token_for_bearer(raw, cached=True)
+        if agent_token is not None:
+            try:
+                _, _, memory = read_scope(agent_token, persona, project)
+            except (NotFound, OutOfScope):
+                pass
+            else:
+                request.agent_token = agent_token
+                return context_text_response(request, memory)
+    return api_view("memory_context")(request, persona=persona, project=project)
 
 
 @api.get(MEMORY_PATH + "/prompt", response=ERRORS, tags=["memory"],

@@ -3,10 +3,12 @@
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+import pytest
+
 from memory.models import Lesson, LessonRef
 from memory.services import Actor, lesson_delete
 from tests.api.conftest import memory_url
-from tests.factories import make_lesson
+from tests.factories import ProjectFactory, make_lesson
 
 
 def test_text_is_the_compiled_memory(agent, memory, persona, project):
@@ -165,3 +167,61 @@ def test_the_memory_a_read_finds_holds_its_stored_settings(agent, memory, person
     memory.refresh_from_db()
     assert (found.pk, found.version, found.core_char_budget) == (memory.pk, memory.version, memory.core_char_budget)
     assert found.max_working_lines == 42
+
+
+def _answer(response):
+    headers = {k: response[k] for k in ("Content-Type", "ETag", "X-Memory-Version", "WWW-Authenticate")
+               if response.has_header(k)}
+    return response.status_code, headers, response.content
+
+
+@pytest.fixture
+def answers(agent, client, memory, persona, project, other_persona, make_agent):
+    """Every kind of context request, and the answer to each."""
+    make_lesson(memory, "Core rule in auth/tokens.py", category="PATTERN", tier="core")
+    make_lesson(memory, "Retry loop in queue/worker.py has no backoff", refs="queue/worker.py#L88-L95")
+    url = memory_url(persona, project, "context")
+    etag = agent.get(url)["ETag"]
+    other_project_agent, _ = make_agent(persona, project=ProjectFactory(slug="elsewhere"), name="scoped")
+
+    def collect():
+        return {
+            "hit": _answer(agent.get(url)),
+            "304": _answer(agent.get(url, HTTP_IF_NONE_MATCH=etag)),
+            "stale etag": _answer(agent.get(url, HTTP_IF_NONE_MATCH='"m1-v0-b1.1"')),
+            "json": _answer(agent.get(url + "?format=json")),
+            "bad format": _answer(agent.get(url + "?format=xml")),
+            "no token": _answer(client.get(url)),
+            "bad token": _answer(client.get(url, headers={"Authorization": "Bearer nwm_nope"})),
+            "basic auth": _answer(client.get(url, headers={"Authorization": "Basic eDp5"})),
+            "other persona": _answer(agent.get(memory_url(other_persona, project, "context"))),
+            "unknown persona": _answer(agent.get(f"/api/v1/memory/Nobody/{project.slug}/context")),
+            "unknown project": _answer(agent.get(f"/api/v1/memory/{persona.name}/no-such-project/context")),
+            "out of project": _answer(other_project_agent.get(url)),
+            "post": _answer(agent.post(url, {})),
+        }
+
+    return collect
+
+
+def test_the_short_way_answers_exactly_as_the_api_view(answers, settings):
+    short = answers()
+    assert short["hit"][0] == 200 and short["304"][0] == 304 and short["json"][0] == 200
+    assert {short[k][0] for k in ("no token", "bad token", "basic auth")} == {401}
+    assert short["other persona"][0] == 403 and short["unknown persona"][0] == 404
+    assert short["out of project"][0] == 403 and short["post"][0] == 405
+    assert short["hit"][2].startswith(b"## Core Lessons") and short["stale etag"] == short["hit"]
+    settings.ROOT_URLCONF = "tests.api.api_view_only_urls"
+    assert answers() == short
+
+
+def test_a_hit_takes_the_short_way(agent, memory, persona, project, monkeypatch):
+    from django.urls import resolve
+
+    from memory.api import views
+
+    make_lesson(memory, "Core rule in auth/tokens.py", category="PATTERN", tier="core")
+    url = memory_url(persona, project, "context")
+    assert resolve(url).func is views.memory_context_text
+    monkeypatch.setattr(views, "api_view", lambda name: pytest.fail("a hit went to the API view"))
+    assert agent.get(url).content.decode().startswith("## Core Lessons")
