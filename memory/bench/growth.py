@@ -3,7 +3,9 @@
 Linear growth is the goal: ten times the data should cost at most about ten times as much (compile
 reads only what its budgets hold, so it should hardly grow at all). Every size runs in the same
 process, one after the other, and growth is the ratio of CPU times (wall time on a shared machine
-also counts the waits for a core); wall times are printed beside them. The 10× sizes are the
+also counts the waits for a core); wall times are printed beside them. Import and detection take
+the median of REPEAT runs at every size: one run of the small sizes lasts well under a second, so
+a single one moved a growth figure by a tenth or more from run to run. The 10× sizes are the
 headline figures of the `files` and `promotions` benchmarks (100,000 bullets; 10,000 lessons).
 """
 
@@ -20,16 +22,24 @@ from personas.models import Persona, Project
 
 FACTORS = (0.1, 1, 10)
 GROWTH_TARGET = 12  # ×, for ten times the data: linear, with room for a busy machine
+REPEAT = 3
 
 
 def _import_seconds(bench, factor, actor):
     memories = bench.scaled(50 * factor)
     projects = min(memories, 10)
-    src = bench.tmpdir / f"import-{factor}"
-    _, bullets = generate_tree(src, personas=max(1, memories // projects), projects=projects,
-                               core_per_memory=20, working_per_memory=180, persona=f"Growth import {factor}")
-    seconds = bench.time(lambda: memory_import_tree(tree=read_tree(src), actor=actor))
-    return bullets, seconds, bench.last_cpu
+    trees, sizes = [], []
+
+    def setup():  # a new tree each run (importing one again would add nothing)
+        src = bench.tmpdir / f"import-{factor}-{len(trees)}"
+        _, bullets = generate_tree(src, personas=max(1, memories // projects), projects=projects, core_per_memory=20,
+                                   working_per_memory=180, persona=f"Growth import {factor} run {len(trees)}")
+        trees.append(src)
+        sizes.append(bullets)
+
+    seconds = bench.time(lambda: memory_import_tree(tree=read_tree(trees[-1]), actor=actor), repeat=REPEAT,
+                         setup=setup)
+    return sizes[0], seconds, bench.last_cpu
 
 
 def _compile_seconds(bench, factor, actor):
@@ -51,7 +61,7 @@ def _detect_seconds(bench, factor):
     project, _ = Project.objects.get_or_create(slug="bench-growth", defaults={"name": "Bench growth"})
     memory = memory_get_or_create(persona=persona, project=project)
     seed_lessons(memory, n=lessons, recurring=max(1, lessons // 25))  # the 10k bench has 400 themes
-    seconds = bench.time(lambda: promotion_detect(memory=memory))
+    seconds = bench.time(lambda: promotion_detect(memory=memory), repeat=REPEAT)
     cpu = bench.last_cpu
     persona.delete()
     return lessons, seconds, cpu
