@@ -12,6 +12,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
+from memory import services
 from memory.models import ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, RefAnchor, RefCheck
 from memory.refs.checker import Anchor, check_anchors
 from memory.refs.git import CheckoutUnavailable, Repository, has_checkout_configured
@@ -89,8 +90,8 @@ def _link_unlinked(refs):
     if missing:
         _insert_rows(missing)
         existing = _anchor_ids(lesson_ids)
-    _update_rows(LessonRef, ["anchor_id"], [(existing[(lesson_id, _ref_key(path, start, end))], pk)
-                                            for pk, lesson_id, path, start, end in rows])
+    services.lesson_refs_set_anchors([(existing[(lesson_id, _ref_key(path, start, end))], pk)
+                                      for pk, lesson_id, path, start, end in rows])
     return len(rows)
 
 
@@ -259,8 +260,6 @@ def _accept_moves(lesson, moved_ids, *, actor, reason, batch):
             refs.append(Ref(row.path, row.start_line, row.end_line))
     if not accepted:
         raise ValidationError("this ref has no proposed move to accept; check the refs again")
-    from memory import services
-
     services.lesson_update(lesson=lesson, actor=actor, batch=batch, refs=refs,
                            reason=reason or "Accepted moved code reference: " + "; ".join(accepted))
     return len(accepted)
@@ -291,8 +290,6 @@ def refs_accept_moved(*, memory, actor, reason=""):
     by_lesson = {}
     for lesson_id, ref_id in moved:
         by_lesson.setdefault(lesson_id, set()).add(ref_id)
-    from memory import services
-
     batch = services.batch_create(
         memory=memory, kind=ChangeBatch.Kind.MANUAL, actor=actor, reason=reason,
         label=f"Accepted {len(moved)} moved code reference{'s' if len(moved) != 1 else ''}",
@@ -306,8 +303,6 @@ def refs_accept_moved(*, memory, actor, reason=""):
 def ref_drop(*, ref, actor, reason=""):
     """Remove one ref from its lesson (recorded and revertible like any edit)."""
     ref = _locked_ref(ref)
-    from memory import services
-
     keep = [Ref(r.path, r.start_line, r.end_line) for r in _current_refs(ref.lesson) if r.pk != ref.pk]
     services.lesson_update(lesson=ref.lesson, actor=actor, refs=keep,
                            reason=reason or f"Dropped code reference {ref.as_text()} ({_status_words(ref)})")
@@ -318,8 +313,6 @@ def ref_drop(*, ref, actor, reason=""):
 def ref_retire_lesson(*, ref, actor, reason=""):
     """The code the lesson was about is gone or rewritten: retire the lesson (a soft delete, restorable)."""
     ref = _locked_ref(ref)
-    from memory import services
-
     return services.lesson_delete(lesson=ref.lesson, actor=actor,
                                   reason=reason or f"Retired: code reference {ref.as_text()} is {_status_words(ref)}")
 
