@@ -36,6 +36,7 @@ from memory.models import (
     content_hash,
 )
 from memory.refs import Ref, parse_ref_list
+from memory.roles import APPROVE
 from memory.signals import batch_reverted, lesson_refs_writing, working_lessons_added  # noqa: F401
 from memory.textcheck import check_text, text_problem
 
@@ -741,8 +742,6 @@ def batch_decided_by_approver(batch, _depth=0):
 
 
 def _require_role_to_revert(batch, actor):
-    from memory.roles import APPROVE
-
     if actor.type == ActorType.USER and batch_decided_by_approver(batch) and not (
         actor.user is not None and actor.user.has_perm(APPROVE)
     ):

@@ -11,6 +11,7 @@ compacted lines in working.md, so the file keeps its date order.
 
 import logging
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Prefetch
@@ -387,7 +388,21 @@ def compaction_revert(*, proposal, actor, reason=""):
                                  reason=reason or f"Revert of compaction proposal #{proposal.pk}")
 
 
-def on_batch_reverted(sender, batch, revert_batch, **kwargs):
+def compaction_propose_requested(*, memory_id, user_id, recomputed_from_id=None):
+    """A proposal a person asked for (or a recompute of a stale one), run as a job: its id, or None
+    when it cannot be made (the page shows why from the memory's state)."""
+    user = get_user_model().objects.get(pk=user_id)
+    old = CompactionProposal.objects.filter(pk=recomputed_from_id).first() if recomputed_from_id else None
+    try:
+        return compaction_propose(
+            memory=Memory.objects.get(pk=memory_id), actor=services.Actor.for_user(user), recomputed_from=old,
+            trigger_detail=f"Recomputed from proposal #{old.pk}, which went stale" if old else "",
+        ).pk
+    except CompactionError:
+        return None
+
+
+def compaction_follow_revert(*, batch, revert_batch):
     """A batch was reverted (from this page or from the history): keep proposals and links in step.
 
     Reverting a compaction marks its proposal reverted; reverting that revert applies the

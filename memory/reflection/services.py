@@ -10,6 +10,7 @@ from django.utils import timezone
 from memory import services
 from memory.engines.base import EngineError
 from memory.engines.registry import get_engine
+from memory.jobs import enqueue_on_commit
 from memory.models import ChangeBatch, Interaction, Memory
 from memory.reflection.parsing import ParsedLesson, ReflectionParseError, is_vague, parse_reflection
 from memory.reflection.prompts import build_reflection_prompt
@@ -45,9 +46,7 @@ def interaction_create(*, memory, trigger_type, summary, outcome="", files_chang
         transcript=list(transcript),
         agent_token=agent_token,
     )
-    from memory.reflection.tasks import reflect_interaction
-
-    transaction.on_commit(lambda: reflect_interaction.delay(interaction.pk))
+    enqueue_on_commit("memory.reflection.reflect_interaction", interaction.pk)
     return interaction
 
 

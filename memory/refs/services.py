@@ -13,11 +13,13 @@ from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from memory import services
+from memory.jobs import enqueue_on_commit
 from memory.models import ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, RefAnchor, RefCheck
 from memory.refs.checker import Anchor, check_anchors
 from memory.refs.git import CheckoutUnavailable, Repository, has_checkout_configured
 from memory.refs.models import NEEDS_REVIEW, RefStatus
 from memory.refs.parsing import Ref
+from personas.models import Project
 
 log = logging.getLogger(__name__)
 
@@ -60,19 +62,11 @@ def refs_link_anchors(lesson, rows, *, new=False):
 
 def schedule_anchoring(memory_id, project=None):
     """After the write commits, anchor the memory's new refs, when its project (read unless given) has a checkout."""
-    from personas.models import Project
-
     if project is None:
         project = Project.objects.filter(memories__id=memory_id).only("slug", "checkout_path").first()
     if project is None or not has_checkout_configured(project):
         return
-
-    def enqueue():
-        from memory.refs.tasks import anchor_refs
-
-        anchor_refs.delay(memory_id)
-
-    transaction.on_commit(enqueue, robust=True)
+    enqueue_on_commit("memory.refs.anchor", memory_id, robust=True)
 
 
 def _link_unlinked(refs):
