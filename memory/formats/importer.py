@@ -304,8 +304,8 @@ class _Writer:
                 section = base if line.tier == "core" else base + 1 + line.section
                 lessons.append(NewLesson(
                     batch_id, memory_id, line.tier, line.category, line.text, line.lesson_date or today, section,
-                    line.refs, line.lesson_date is None, line.unparsed, line.raw_line if line.unparsed else "",
-                    line.heading if len(line.heading) <= HEADING_MAX else "",
+                    line.lesson_date is None, line.unparsed, line.raw_line if line.unparsed else "",
+                    line.heading if len(line.heading) <= HEADING_MAX else "", line.refs,
                 ))
         ids = services.lessons_bulk_create(lessons, now=self.now)
         at = 0
