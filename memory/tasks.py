@@ -1,6 +1,7 @@
 """Celery discovers tasks here; each feature keeps its own tasks module."""
 
 from memory.compaction.tasks import *  # noqa: F401,F403
+from memory.digest.tasks import *  # noqa: F401,F403
 from memory.pipeline.tasks import *  # noqa: F401,F403
 from memory.promotions.tasks import *  # noqa: F401,F403
 from memory.refinement.tasks import *  # noqa: F401,F403
