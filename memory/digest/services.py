@@ -32,7 +32,7 @@ def digest_message(*, user, items, now):
     """The digest email of one approver (None when nothing waits for them)."""
     if not items:
         return None
-    rows = [{"item": item, "url": settings.SITE_URL + item.url, "waited": timesince(item.since, now, depth=1),
+    rows = [{"item": item, "url": settings.SITE_URL + item.url, "waited": timesince(item.since, now, depth=1).replace("\xa0", " "),
              "overdue": is_overdue(item.since, now=now)} for item in items]
     overdue = sum(1 for row in rows if row["overdue"])
     context = {"user": user, "rows": rows, "count": len(rows), "oldest": rows[0]["waited"], "overdue": overdue,
