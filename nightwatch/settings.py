@@ -246,12 +246,12 @@ if REVIEW_DIGEST_HOUR > 23:
     raise ImproperlyConfigured(f"REVIEW_DIGEST_HOUR must be an hour of the day (0 to 23), got {REVIEW_DIGEST_HOUR}")
 # Periodic jobs (run by `celery beat`); each feature adds its entry here.
 CELERY_BEAT_SCHEDULE = {
-    "promotions-nightly": {"task": "promotions.detect_everywhere", "schedule": crontab(hour=2, minute=30)},
-    "refinement-nightly": {"task": "refinement.nightly", "schedule": crontab(hour=3, minute=30)},
-    "refinement-sweeper": {"task": "refinement.sweep", "schedule": 60.0},
+    "promotions-nightly": {"task": "memory.promotions.detect_everywhere", "schedule": crontab(hour=2, minute=30)},
+    "refinement-nightly": {"task": "memory.refinement.nightly", "schedule": crontab(hour=3, minute=30)},
+    "refinement-sweeper": {"task": "memory.refinement.sweep", "schedule": 60.0},
     "pipeline-sweeper": {"task": "memory.pipeline.sweep", "schedule": 60.0},
-    "refs-check": {"task": "refs.check_everywhere", "schedule": crontab(minute=15)},
-    "review-digest-daily": {"task": "review.send_digests", "schedule": crontab(hour=REVIEW_DIGEST_HOUR, minute=0)},
+    "refs-check": {"task": "memory.refs.check_everywhere", "schedule": crontab(minute=15)},
+    "review-digest-daily": {"task": "memory.digest.send", "schedule": crontab(hour=REVIEW_DIGEST_HOUR, minute=0)},
 }
 # Review items (pending promotions and compactions, runs to look at) older than this are marked as
 # waiting too long on the home page.

@@ -2,11 +2,11 @@
 
 from celery import shared_task
 
+from memory.digest.services import digest_send_all
+
 __all__ = ["send_review_digests"]
 
 
-@shared_task(name="review.send_digests")
+@shared_task(name="memory.digest.send")
 def send_review_digests():
-    from memory.digest.services import digest_send_all
-
     return digest_send_all()

@@ -108,5 +108,5 @@ def test_a_daily_beat_entry_sends_it(settings):
     from memory.tasks import send_review_digests
 
     entry = settings.CELERY_BEAT_SCHEDULE["review-digest-daily"]
-    assert entry["task"] == send_review_digests.name == "review.send_digests"
+    assert entry["task"] == send_review_digests.name == "memory.digest.send"
     assert entry["schedule"].hour == {7} and entry["schedule"].minute == {0}
