@@ -29,6 +29,10 @@ class ReviewSource:
     list_url: Callable | None = None  # () -> the feature's own list of these items
     items: Callable | None = None  # (memory) -> [ReviewItem]; the memory page links each one
     order: int = 100
+    # () -> a queryset of the waiting items themselves, annotated `waiting_since` (when each began to
+    # wait); with `describe` (item -> ReviewItem), it lets the queue say how long work has waited.
+    waiting: Callable | None = None
+    describe: Callable | None = None
 
     def label(self, n):
         return self.singular if n == 1 else self.plural
@@ -39,6 +43,8 @@ class ReviewItem:
     text: str
     url: str
     status: str = ""
+    since: object = None  # when it began to wait (a datetime), for sources that know
+    memory: str = ""  # "persona × project", where the item is listed outside its memory
 
 
 @dataclass
@@ -74,9 +80,11 @@ class Queue:
         return ", ".join(f"{e.count} {e.label}" for e in self.entries)
 
 
-def register_review_source(key, *, singular=None, plural=None, list_url=None, items=None, order=100):
+def register_review_source(key, *, singular=None, plural=None, list_url=None, items=None, order=100,
+                           waiting=None, describe=None):
     def decorator(func):
-        _SOURCES[key] = ReviewSource(key, func, singular or key, plural or singular or key, list_url, items, order)
+        _SOURCES[key] = ReviewSource(key, func, singular or key, plural or singular or key, list_url, items, order,
+                                     waiting, describe)
         return func
 
     return decorator
@@ -132,6 +140,86 @@ def memory_queue(memory):
         if count:
             entries.append(QueueEntry(source, count, list(source.items(memory)) if source.items else []))
     return Queue(entries)
+
+
+def overdue_age():
+    """How long an item may wait before it is marked as waiting too long (REVIEW_OVERDUE_DAYS)."""
+    from datetime import timedelta
+
+    from django.conf import settings
+
+    return timedelta(days=settings.REVIEW_OVERDUE_DAYS)
+
+
+def is_overdue(since, *, now=None):
+    from django.utils import timezone
+
+    return since is not None and since < (now or timezone.now()) - overdue_age()
+
+
+@dataclass
+class Overdue:
+    """Items that have waited longer than REVIEW_OVERDUE_DAYS: how many per source, and since when the oldest."""
+
+    days: int
+    entries: list  # [QueueEntry] counting only the overdue items
+    oldest: object = None  # the oldest overdue item's waiting_since
+
+    @property
+    def total(self):
+        return sum(e.count for e in self.entries)
+
+    def __bool__(self):
+        return bool(self.entries)
+
+    @property
+    def summary(self):
+        return ", ".join(f"{e.count} {e.label}" for e in self.entries)
+
+
+def overdue(memory_ids=None, *, now=None):
+    """The Overdue of every memory (or of memory_ids): one UNION query over the sources that know
+    when their items began to wait."""
+    from django.conf import settings
+    from django.db.models import CharField, Count, Min, Value
+    from django.utils import timezone
+
+    cutoff = (now or timezone.now()) - overdue_age()
+    querysets = []
+    for source in review_sources():
+        if source.waiting is None:
+            continue
+        qs = source.waiting().filter(waiting_since__lt=cutoff)
+        if memory_ids is not None:
+            qs = qs.filter(memory_id__in=memory_ids)
+        querysets.append(qs.order_by().annotate(source=Value(source.key, output_field=CharField()))
+                         .values("source").annotate(n=Count("pk"), oldest=Min("waiting_since"))
+                         .values_list("source", "n", "oldest"))
+    rows = list(querysets[0].union(*querysets[1:], all=True)) if querysets else []
+    sources = {s.key: s for s in review_sources()}
+    found = {key: (n, oldest) for key, n, oldest in rows if n}
+    entries = [QueueEntry(s, found[s.key][0]) for s in review_sources() if s.key in found]
+    oldest = min((o for _, o in found.values() if o is not None), default=None)
+    return Overdue(settings.REVIEW_OVERDUE_DAYS, entries, oldest)
+
+
+def waiting_items(memory_ids=None):
+    """Every item waiting for review that knows when it began to wait, oldest first, each linked and
+    named with its memory (the daily digest)."""
+    items = []
+    for source in review_sources():
+        if source.waiting is None or source.describe is None:
+            continue
+        qs = source.waiting().select_related("memory__persona", "memory__project")
+        if memory_ids is not None:
+            qs = qs.filter(memory_id__in=memory_ids)
+        for obj in qs.order_by("waiting_since", "pk"):
+            item = source.describe(obj)
+            memory = obj.memory
+            items.append(ReviewItem(item.text, item.url, item.status or source.singular, obj.waiting_since,
+                                    f"{memory.persona.name} × {memory.project.name}"))
+    items.sort(key=lambda item: item.since)
+    return items
 
 
 _REQUEST_ATTR = "_nw_review_counts"

@@ -3,6 +3,7 @@
 from celery import current_app, shared_task
 
 from memory.compaction.tasks import *  # noqa: F401,F403
+from memory.digest.tasks import *  # noqa: F401,F403
 from memory.pipeline.tasks import *  # noqa: F401,F403
 from memory.promotions.tasks import *  # noqa: F401,F403
 from memory.refinement.tasks import *  # noqa: F401,F403

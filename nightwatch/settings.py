@@ -240,6 +240,10 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TIMEZONE = TIME_ZONE
+# The hour (TIME_ZONE) at which approvers get the daily email of what waits for their review.
+REVIEW_DIGEST_HOUR = env_int("REVIEW_DIGEST_HOUR", 7, minimum=0)
+if REVIEW_DIGEST_HOUR > 23:
+    raise ImproperlyConfigured(f"REVIEW_DIGEST_HOUR must be an hour of the day (0 to 23), got {REVIEW_DIGEST_HOUR}")
 # Periodic jobs (run by `celery beat`); each feature adds its entry here.
 CELERY_BEAT_SCHEDULE = {
     "promotions-nightly": {"task": "memory.promotions.detect_everywhere", "schedule": crontab(hour=2, minute=30)},
@@ -247,7 +251,28 @@ CELERY_BEAT_SCHEDULE = {
     "refinement-sweeper": {"task": "memory.refinement.sweep", "schedule": 60.0},
     "pipeline-sweeper": {"task": "memory.pipeline.sweep", "schedule": 60.0},
     "refs-check": {"task": "memory.refs.check_everywhere", "schedule": crontab(minute=15)},
+    "review-digest-daily": {"task": "memory.digest.send", "schedule": crontab(hour=REVIEW_DIGEST_HOUR, minute=0)},
 }
+# Review items (pending promotions and compactions, runs to look at) older than this are marked as
+# waiting too long on the home page.
+REVIEW_OVERDUE_DAYS = env_int("REVIEW_OVERDUE_DAYS", 7, minimum=1)
+
+# Email (the daily review digest). The console backend prints messages, so a fresh machine sends
+# nothing; set EMAIL_HOST (and EMAIL_BACKEND is then SMTP) in production.
+EMAIL_HOST = env_str("EMAIL_HOST", "")
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
+                        else "django.core.mail.backends.console.EmailBackend")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL cannot both be on: choose STARTTLS or implicit TLS")
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 30, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Night Watch Memory <nightwatch@localhost>")
+# Where people open the dashboard: the digest's links are absolute.
+SITE_URL = env_str("SITE_URL", "http://localhost:8000").rstrip("/")
 # A running refinement run with no heartbeat for this long is rolled back and marked failed.
 REFINEMENT_HEARTBEAT_TIMEOUT = env_int("REFINEMENT_HEARTBEAT_TIMEOUT", 600, minimum=1)
 # A running observation-pipeline run with no progress for this long is marked failed.

@@ -56,7 +56,9 @@ class PersonaQuerySet(models.QuerySet):
 class Persona(models.Model):
     name = models.CharField(max_length=100)
     role = models.CharField(max_length=200, blank=True)
-    avatar = models.CharField(max_length=300, blank=True, help_text="An emoji or an image URL.")
+    avatar = models.CharField(max_length=300, blank=True, help_text=(
+        "An https:// image URL to show as the avatar. Anything else (or nothing) shows the persona's "
+        "initials on a colour of its own."))
     soul = models.JSONField(default=dict, blank=True)
     style = models.JSONField(default=dict, blank=True)
     skill = models.JSONField(default=dict, blank=True)

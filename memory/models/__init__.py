@@ -19,6 +19,7 @@ from .core import (  # noqa: F401
     normalize_text,
 )
 from memory.compaction.models import *  # noqa: F401,F403,E402
+from memory.digest.models import *  # noqa: F401,F403,E402
 from memory.formats.models import *  # noqa: F401,F403,E402
 from memory.pipeline.models import *  # noqa: F401,F403,E402
 from memory.promotions.models import *  # noqa: F401,F403,E402

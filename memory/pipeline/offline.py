@@ -68,21 +68,15 @@ def significant_words(text):
     return {w for w in re.findall(r"[a-z][a-z0-9_./-]{3,}", text.lower()) if w not in STOPWORDS}
 
 
-def reflection_groups(lessons, min_shared=2):
-    """Groups of lessons sharing at least `min_shared` significant words with the group's first lesson."""
-    words = {l.pk: significant_words(l.text) for l in lessons}
-    used, groups = set(), []
-    for lesson in lessons:
-        if lesson.pk in used:
-            continue
-        group = [lesson]
-        for other in lessons:
-            if other.pk != lesson.pk and other.pk not in used and len(words[lesson.pk] & words[other.pk]) >= min_shared:
-                group.append(other)
-        if len(group) >= 2:
-            used.update(l.pk for l in group)
-            groups.append(group)
-    return groups
+def reflection_groups(lessons, covered=()):
+    """Groups of related observations, found as promotion detection finds its groups (its
+    similarity, cap, no chaining and look-alike trim), so a reflection holds what detection would.
+    A group a candidate already covers (`covered`: sets of lesson ids) is left out: the inbox has it."""
+    from memory.promotions.reflections import ObservationGroups
+
+    by_id = {l.pk: l for l in lessons}
+    return [[by_id[i] for i in ids] for ids in ObservationGroups.of_lessons(lessons).groups()
+            if not any(set(ids) <= have for have in covered)]
 
 
 def reflection_text(group):
@@ -92,13 +86,13 @@ def reflection_text(group):
     return re.sub(r"^(User|Assistant|Tool|System):\s*", "", best.text).strip()[:600]
 
 
-def reflector_policy(lessons, pass_no, existing):
+def reflector_policy(lessons, pass_no, existing, covered=()):
     """Pass 1: one reflection per group of related observations. Pass 2: nothing more offline."""
     def policy(history):
         if history or pass_no != 1:
             return []
         reflections = [{"content": reflection_text(g), "supportingObservationIds": [str(l.pk) for l in g]}
-                       for g in reflection_groups(lessons)]
+                       for g in reflection_groups(lessons, covered)]
         if not reflections:
             return []
         return [ToolCall("offline-reflector-1", "record_reflections", {"reflections": reflections})]

@@ -19,7 +19,9 @@ from memory.models import (
 from memory.pipeline import offline, prompts
 from memory.pipeline.coverage import coverage_counts, coverage_tag
 from memory.pipeline.transcripts import render_chunk, transcript_entries
-from memory.promotions.reflections import reflection_propose, reflection_support
+from memory.promotions.reflections import (
+    ObservationGroups, covered_lesson_sets, reflection_propose, reflection_support,
+)
 from memory.pipeline.tools import (
     DROP_OBSERVATIONS, RECORD_OBSERVATIONS, RECORD_REFLECTIONS, ObserverTool, PrunerTool, ReflectorTool,
 )
@@ -134,6 +136,8 @@ def reflect(ctx):
     if not working:
         ctx.progress.enter("reflector", 1, REFLECTOR_MAX_PASSES)
         return
+    # What candidates (pending or decided) already hold: the same group is not proposed again.
+    covered = covered_lesson_sets(ctx.memory)
     existing = {content_hash(c.text): ("candidate", c.pk) for c in pending}
     existing.update({content_hash(l.text): ("core", l.pk) for l in core})
     by_key = {("candidate", c.pk): c for c in pending}
@@ -172,13 +176,13 @@ def reflect(ctx):
         )
         ctx.run_tools(
             system=prompts.REFLECTOR_SYSTEM, prompt=prompt, tool=RECORD_REFLECTIONS, handler=tool,
-            purpose="pipeline reflector", policy=offline.reflector_policy(working, pass_no, existing),
+            purpose="pipeline reflector", policy=offline.reflector_policy(working, pass_no, existing, covered),
             deltas=lambda: {"reflections_added": tool.added, "reflections_merged": tool.merged,
                             "rejected": tool.rejected},
         )
         existing = tool.existing
     if new or any(merges.values()):
-        _store_reflections(ctx, working, new, merges, by_key)
+        _store_reflections(ctx, working, new, merges, by_key, covered)
 
 
 def _choose_category(text):
@@ -191,14 +195,18 @@ def _choose_category(text):
 
 
 @transaction.atomic
-def _store_reflections(ctx, working, new, merges, by_key):
+def _store_reflections(ctx, working, new, merges, by_key, covered=()):
     lessons = {l.pk: l for l in working}
     refs = {lesson.pk: [r.as_text() for r in lesson.refs.all()] for lesson in working}
     engine = str(getattr(ctx.engine, "provider", "offline"))[:40]
     actor = services.Actor.system("observation pipeline")
     to_core = ctx.memory.reflections_to_core
+    # Whatever the engine proposed, a reflection keeps only observations detection would group.
+    groups = ObservationGroups.of_lessons(working)
     for content, ids in new:
-        ids = sorted(ids)
+        ids = groups.fit(ids, content)
+        if not ids or any(set(ids) <= have for have in covered):
+            continue
         ref_union = list(dict.fromkeys(r for i in ids for r in refs[i]))
         if to_core:
             services.lesson_create(
@@ -212,7 +220,7 @@ def _store_reflections(ctx, working, new, merges, by_key):
     for key, ids in merges.items():
         obj = by_key[key]
         if key[0] == "candidate":
-            reflection_support(candidate=obj, lessons=[lessons[i] for i in sorted(ids)])
+            reflection_support(candidate=obj, lessons=[lessons[i] for i in sorted(ids)], groups=groups)
         else:
             services.lesson_add_sources(lesson=obj, sources=[lessons[i] for i in ids])
     services.memory_bump_version(ctx.memory)

@@ -1,6 +1,7 @@
 """Observation pipeline pages: runs (list and start form) and a run's live progress."""
 
 from django.contrib import messages
+from django.db.models import Exists, OuterRef
 from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
@@ -34,7 +35,10 @@ def run_list(request):
     if chosen is not None:
         interactions = list(Interaction.objects.filter(memory=chosen).exclude(transcript=[])
                             .order_by("-created_at", "-id")[:20])
-    runs = list(PipelineRun.objects.select_related("memory__persona", "memory__project").order_by("-created_at", "-id")[:50])
+    # needs_look: the list says how long each run in the review queue has waited.
+    runs = list(PipelineRun.objects.select_related("memory__persona", "memory__project")
+                .annotate(needs_look=Exists(runs_needing_a_look().filter(pk=OuterRef("pk"))))
+                .order_by("-created_at", "-id")[:50])
     context = {"runs": runs, "memories": memories, "chosen": chosen, "interactions": interactions,
                "can_approve": request.user.has_perm(APPROVE)}
     return TemplateResponse(request, "memory/pipeline/runs.html", context)

@@ -35,7 +35,10 @@ CORPUS_DIR = Path(__file__).resolve().parents[2] / "tests" / "promotions" / "cor
 DEFAULT_CORPUS = CORPUS_DIR / "restatements.json"
 # Restatements that share almost no words: what only a model engine can join.
 PARAPHRASE_CORPUS = CORPUS_DIR / "paraphrases.json"
-SHIPPED_CORPORA = (DEFAULT_CORPUS, PARAPHRASE_CORPUS)
+# Observations as the pipeline's observer records them, scored through the reflector's grouping.
+OBSERVATION_CORPUS = CORPUS_DIR / "observations.json"
+SHIPPED_CORPORA = (DEFAULT_CORPUS, PARAPHRASE_CORPUS, OBSERVATION_CORPUS)
+REFLECTOR = "reflector"
 
 
 class CorpusError(ValueError):
@@ -60,6 +63,9 @@ class CorpusMemory:
     threshold: int
     holdout: bool
     lessons: list
+    # "reflector": pipeline observations, grouped by the reflector and scored without the dates rule
+    # (a theme of two or more observations is one reflection to find).
+    proposed_by: str = "detection"
 
 
 @dataclass
@@ -128,6 +134,9 @@ def load_corpus(path):
         raise CorpusError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("memories"), list) or not data["memories"]:
         _fail(path, 'expected an object with a non-empty "memories" list')
+    proposed_by = data.get("proposed_by", "detection")
+    if proposed_by not in ("detection", REFLECTOR):
+        _fail(path, f'"proposed_by" must be "detection" or "reflector", got {proposed_by!r}')
     memories, next_id = [], 1
     for m, raw in enumerate(data["memories"]):
         where = f"{path}: memories[{m}]"
@@ -158,7 +167,7 @@ def load_corpus(path):
             ))
             next_id += 1
         memories.append(CorpusMemory(name=str(raw.get("name") or f"memory {m + 1}"), threshold=threshold,
-                                     holdout=bool(raw.get("holdout")), lessons=lessons))
+                                     holdout=bool(raw.get("holdout")), lessons=lessons, proposed_by=proposed_by))
     return memories
 
 
@@ -181,14 +190,19 @@ def score(memory, groups):
         if lesson.theme:
             theme_dates[lesson.theme] |= {lesson.day, *lesson.confirmed_on}
             theme_members[lesson.theme].append(lesson.id)
-    recurring = {t for t, days in theme_dates.items() if len(days) >= memory.threshold}
+    if memory.proposed_by == REFLECTOR:
+        # A reflection is a pattern backed by two or more observations, whatever their dates.
+        recurring = {t for t, members in theme_members.items() if len(members) >= 2}
+    else:
+        recurring = {t for t, days in theme_dates.items() if len(days) >= memory.threshold}
     result = Scores(candidates=len(groups), themes=len(recurring))
     found, together = set(), set()
     for ids in groups:
         themes = {by_id[i].theme for i in ids}
         days = set().union(*({by_id[i].day, *by_id[i].confirmed_on} for i in ids))
         theme = next(iter(themes))
-        if len(themes) == 1 and theme in recurring and len(days) >= memory.threshold:
+        enough = len(ids) >= 2 if memory.proposed_by == REFLECTOR else len(days) >= memory.threshold
+        if len(themes) == 1 and theme in recurring and enough:
             result.true_candidates += 1
             found.add(theme)
         for a, b in combinations(sorted(ids), 2):
@@ -223,13 +237,24 @@ def evaluate(memories, *, detect=None, recorder=None):
     results = []
     for memory in memories:
         since = len(recorder.calls) if recorder is not None else 0
-        groups = [g.lesson_ids for g in detect(memory, facts_for(memory))]
+        if memory.proposed_by == REFLECTOR:
+            groups = reflector_groups(facts_for(memory))
+        else:
+            groups = [g.lesson_ids for g in detect(memory, facts_for(memory))]
         keys = {l.id: l.key for l in memory.lessons}
         calls, tokens_in, tokens_out = recorder.totals(since) if recorder is not None else (0, 0, 0)
         results.append(MemoryResult(memory=memory, scores=score(memory, groups),
                                     groups=[[keys[i] for i in ids] for ids in groups],
                                     calls=calls, tokens_in=tokens_in, tokens_out=tokens_out))
     return results
+
+
+def reflector_groups(facts):
+    """The groups the offline reflector proposes from these observations (memory.pipeline.offline):
+    detection's similarity, cap, no chaining and look-alike trim, without the dates rule."""
+    from memory.promotions.reflections import ObservationGroups
+
+    return ObservationGroups(facts).groups()
 
 
 def model_detector(engine, *, batch_tokens, max_output_tokens, token_budget=None):

@@ -26,8 +26,23 @@ def _pending_candidates(memory):
     return [ReviewItem(f"Promote: {c.text[:90]}", reverse("promotions:detail", args=[c.pk])) for c in qs[:20]]
 
 
+def _waiting_candidates():
+    from django.db.models import F
+
+    from memory.models import PromotionCandidate
+
+    return PromotionCandidate.objects.filter(status=PromotionCandidate.Status.PENDING).annotate(waiting_since=F("created_at"))
+
+
+def _describe_candidate(candidate):
+    from memory.review_queue import ReviewItem
+
+    return ReviewItem(f"Promote: {candidate.text[:90]}", reverse("promotions:detail", args=[candidate.pk]), "promotion")
+
+
 @register_review_source("promotions", singular="promotion", plural="promotions", order=10,
-                        list_url=lambda: reverse("promotions:inbox"), items=_pending_candidates)
+                        list_url=lambda: reverse("promotions:inbox"), items=_pending_candidates,
+                        waiting=_waiting_candidates, describe=_describe_candidate)
 def pending_promotions_per_memory(memory_ids):
     qs = PromotionCandidate.objects.filter(status=PromotionCandidate.Status.PENDING)
     return count_per_memory(qs, memory_ids)

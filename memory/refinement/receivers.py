@@ -20,7 +20,21 @@ def _run_items(memory):
             for run in runs_needing_a_look().filter(memory=memory).order_by("-started_at")[:20]]
 
 
+def _waiting_runs():
+    from django.db.models import F
+    from django.db.models.functions import Coalesce
+
+    # A run waits from the moment it ended badly.
+    return runs_needing_a_look().annotate(waiting_since=Coalesce(F("finished_at"), F("started_at")))
+
+
+def _describe_run(run):
+    return ReviewItem(f"Refinement run #{run.pk}: {run.get_status_display().lower()}",
+                      reverse("refinement:run", args=[run.pk]), "refinement run to look at")
+
+
 @register_review_source("refinement-runs", singular="refinement run to look at", plural="refinement runs to look at",
-                        order=30, list_url=lambda: reverse("refinement:runs"), items=_run_items)
+                        order=30, list_url=lambda: reverse("refinement:runs"), items=_run_items,
+                        waiting=_waiting_runs, describe=_describe_run)
 def refinement_runs_needing_a_look(memory_ids):
     return count_per_memory(runs_needing_a_look(), memory_ids)

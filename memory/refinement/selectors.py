@@ -19,7 +19,12 @@ def runs_needing_a_look():
 
 
 def runs_for_list(status=""):
-    runs = RefinementRun.objects.select_related("memory__persona", "memory__project").order_by("-started_at", "-id")
+    from django.db.models import Exists, OuterRef
+
+    # needs_look: the list says how long each run in the review queue has waited.
+    runs = (RefinementRun.objects.select_related("memory__persona", "memory__project")
+            .annotate(needs_look=Exists(runs_needing_a_look().filter(pk=OuterRef("pk"))))
+            .order_by("-started_at", "-id"))
     if status:
         runs = runs.filter(status=status)
     return runs

@@ -93,3 +93,10 @@ def test_rename_in_the_admin_keeps_memory(admin_client):
     assert persona.name == "Carla"
     assert Memory.objects.get(pk=memory.pk).persona_id == persona.pk
     assert Lesson.objects.get(pk=lesson.pk).memory.persona.name == "Carla"
+
+
+@pytest.mark.django_db
+def test_avatar_help_says_initials_not_emoji(admin_client):
+    html = admin_client.get(reverse("admin:personas_persona_add")).content.decode()
+    help_text = html[html.index('id="id_avatar_helptext"'):][:300]
+    assert "initials" in help_text and "emoji" not in help_text.lower()

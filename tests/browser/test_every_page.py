@@ -39,6 +39,7 @@ def _main_pages():
         ("refinement-run", f"/refinement/runs/{terminated.pk}/"),
         ("pipeline-run", f"/pipeline/runs/{PipelineRun.objects.first().pk}/"),
         ("admin-persona", f"/admin/personas/persona/{Persona.objects.get(name='Felix').pk}/change/"),
+        ("account", "/account/"),
     ]
 
 

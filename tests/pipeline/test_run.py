@@ -70,10 +70,13 @@ def test_scripted_run_from_transcript_to_candidates_and_drop_proposal(memory, sc
 
     candidates = {c.text: c for c in PromotionCandidate.objects.filter(memory=memory, status="pending")}
     queue = candidates["The job queue relies on Postgres advisory locks."]
-    assert len(queue.evidence["lessons"]) == 3 and queue.evidence["source"] == "reflector"
+    # The model offered the old note as more support in pass 2; detection's similarity test does not
+    # put a note about restarting the worker with the two about advisory locks, so it is not added.
+    assert len(queue.evidence["lessons"]) == 2 and queue.evidence["source"] == "reflector"
+    assert old.pk not in queue.evidence["lessons"]
     assert set(queue.supporting.values_list("pk", flat=True)) == set(queue.evidence["lessons"])
     assert queue.category in ("PATTERN", "DECISION", "ARCHITECTURE")
-    assert coverage_counts(memory)[old.pk] == 1
+    assert coverage_counts(memory).get(old.pk, 0) == 0
 
     proposal = CompactionProposal.objects.get(pk=run.proposal_id)
     assert proposal.status == "pending" and proposal.trigger == "pruning" and proposal.validation_errors == []

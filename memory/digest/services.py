@@ -1,0 +1,69 @@
+"""Writes of the review digest: sending it, and a person's choice to get it or not."""
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives, get_connection
+from django.db import transaction
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.timesince import timesince
+
+from memory.digest.models import DigestPreference
+from memory.digest.selectors import digest_items_for, digest_recipients
+from memory.review_queue import is_overdue
+
+log = logging.getLogger(__name__)
+
+# The beat entry and the command may both run on one day; an approver gets at most one digest in
+# this window unless it is forced.
+RESEND_AFTER = timedelta(hours=20)
+
+
+@transaction.atomic
+def digest_preference_set(*, user, daily_digest):
+    pref, _ = DigestPreference.objects.update_or_create(user=user, defaults={"daily_digest": bool(daily_digest)})
+    return pref
+
+
+def digest_message(*, user, items, now):
+    """The digest email of one approver (None when nothing waits for them)."""
+    if not items:
+        return None
+    rows = [{"item": item, "url": settings.SITE_URL + item.url, "waited": timesince(item.since, now, depth=1).replace("\xa0", " "),
+             "overdue": is_overdue(item.since, now=now)} for item in items]
+    overdue = sum(1 for row in rows if row["overdue"])
+    context = {"user": user, "rows": rows, "count": len(rows), "oldest": rows[0]["waited"], "overdue": overdue,
+               "overdue_days": settings.REVIEW_OVERDUE_DAYS, "account_url": settings.SITE_URL + reverse("account")}
+    subject = (f"Night Watch Memory: {len(rows)} item{'s' if len(rows) != 1 else ''} "
+               f"wait{'' if len(rows) != 1 else 's'} for your review (oldest: {rows[0]['waited']})")
+    message = EmailMultiAlternatives(subject, render_to_string("memory/digest/email.txt", context),
+                                     settings.DEFAULT_FROM_EMAIL, [user.email])
+    message.attach_alternative(render_to_string("memory/digest/email.html", context), "text/html")
+    return message
+
+
+def digest_send_all(*, force=False, now=None):
+    """Email each approver what waits for their review, oldest first. No email to someone with
+    nothing waiting, who opted out, or who already got one in the last 20 hours (unless `force`).
+    Returns how many emails were sent."""
+    now = now or timezone.now()
+    messages, sent_to = [], []
+    recent = {p.user_id: p.last_sent_at for p in DigestPreference.objects.filter(last_sent_at__isnull=False)}
+    for user in digest_recipients():
+        if not force and recent.get(user.pk) and now - recent[user.pk] < RESEND_AFTER:
+            continue
+        message = digest_message(user=user, items=digest_items_for(user), now=now)
+        if message is not None:
+            messages.append(message)
+            sent_to.append(user)
+    if not messages:
+        return 0
+    with get_connection() as connection:
+        sent = connection.send_messages(messages) or 0
+    for user in sent_to:
+        DigestPreference.objects.update_or_create(user=user, defaults={"last_sent_at": now})
+    log.info("review digest sent to %d approver(s)", sent)
+    return sent

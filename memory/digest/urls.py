@@ -1,0 +1,7 @@
+from django.urls import path
+
+from memory.digest import views
+
+urlpatterns = [
+    path("", views.account, name="account"),
+]
