@@ -103,12 +103,12 @@ def inbox_candidates(*, filters=None, statuses=(Status.PENDING,)):
     return qs.order_by("created_at", "id")
 
 
-def inbox_page(*, filters=None, page=1, per_page=INBOX_PAGE_SIZE):
+def inbox_page(*, filters=None, page=1, per_page=None):
     """One page of pending candidates, oldest waiting first, as cards without their supporting
     lessons (those load when a card is opened). Reads a count, the page's rows and the core lessons
     of the page's memories: what it reads is bounded by the page size, not by how many wait."""
     qs = inbox_candidates(filters=filters).select_related("memory__persona", "memory__project")
-    paginator = Paginator(qs, per_page)
+    paginator = Paginator(qs, per_page or INBOX_PAGE_SIZE)
     current = paginator.get_page(page)
     current.object_list = _with_budgets(list(current.object_list))
     return current
