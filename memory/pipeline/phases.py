@@ -19,7 +19,7 @@ from memory.models import (
 from memory.pipeline import offline, prompts
 from memory.pipeline.coverage import coverage_counts, coverage_tag
 from memory.pipeline.transcripts import render_chunk, transcript_entries
-from memory.promotions.services import reflection_propose, reflection_support
+from memory.promotions.reflections import reflection_propose, reflection_support
 from memory.pipeline.tools import (
     DROP_OBSERVATIONS, RECORD_OBSERVATIONS, RECORD_REFLECTIONS, ObserverTool, PrunerTool, ReflectorTool,
 )

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from memory import services
 from memory.models import ChangeBatch, Lesson, Memory, PromotionCandidate, content_hash
-from memory.promotions.services import promotion_detect
+from memory.promotions.detection_runs import promotion_detect
 
 # Each theme: the same lesson learned three times, a week apart, worded a little differently.
 THEMES = [

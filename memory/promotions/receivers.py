@@ -19,9 +19,9 @@ def detect_after_new_lessons(sender, memory_id, lesson_ids=(), **kwargs):
 
 @receiver(batch_reverted, dispatch_uid="promotions.follow_reverted_approval")
 def follow_reverted_approval(sender, batch, revert_batch, **kwargs):
-    from memory.promotions.services import on_batch_reverted
+    from memory.promotions.decisions import promotion_follow_revert
 
-    on_batch_reverted(sender, batch=batch, revert_batch=revert_batch)
+    promotion_follow_revert(batch=batch, revert_batch=revert_batch)
 
 
 def _pending_candidates(memory):

@@ -3,7 +3,8 @@
 from django.core.management.base import BaseCommand
 
 from memory.models import PromotionCandidate
-from memory.promotions.services import DETECTOR, REFLECTOR, promotion_detect_run
+from memory.promotions.candidates import DETECTOR, REFLECTOR
+from memory.promotions.detection_runs import promotion_detect_run
 
 
 class Command(BaseCommand):
