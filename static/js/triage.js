@@ -25,6 +25,12 @@
     return active && active.closest ? active.closest("#triage article.promotion") : null;
   }
 
+  var lastCardId = null;
+  document.addEventListener("focusin", function () {
+    var card = currentCard();
+    if (card) lastCardId = card.id;
+  });
+
   function focusCard(card) {
     if (!card) return;
     card.focus({ preventScroll: true });
@@ -122,8 +128,10 @@
   document.addEventListener("keydown", function (event) {
     if (!triage() || event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey) return;
     if (event.key === "Escape" && typing(event.target)) {
-      var card = event.target.closest("article.promotion");
-      if (card) { event.preventDefault(); focusCard(card); }
+      // Back from a field to the card it belongs to, or to the last card visited.
+      var back = event.target.closest("article.promotion") || (lastCardId && document.getElementById(lastCardId));
+      event.preventDefault();
+      if (back) focusCard(back); else event.target.blur();
       return;
     }
     if (typing(event.target)) return;
