@@ -100,6 +100,13 @@ def test_bulk_approve_and_bulk_reject_with_the_keyboard_alone(page, login, make_
     page.locator(f"#candidate-{cands[4].pk} .supporting-body table").wait_for()
     assert "2026-01-02" in page.locator(f"#candidate-{cands[4].pk} .supporting-body").inner_text()
 
+    # On a phone the bar and the cards fit the width.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/promotions/")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.locator("article.promotion").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshot("unused").parent / "triage-phone.png"))
+
 
 def _login(page, username):
     page.goto("/accounts/login/")
