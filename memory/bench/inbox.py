@@ -14,7 +14,7 @@ import time
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.test import Client
-from django.test.utils import CaptureQueriesContext
+from django.test.utils import CaptureQueriesContext, override_settings
 from django.urls import reverse
 from django.utils import timezone
 
@@ -88,7 +88,8 @@ def run(bench):
 
     n_candidates, n_memories = bench.scaled(CANDIDATES, 20), bench.scaled(MEMORIES, 10)
     try:
-        with transaction.atomic():
+        # The demo's git checkout goes to the bench's scratch folder, removed afterwards.
+        with override_settings(DEMO_CHECKOUT_DIR=str(bench.tmpdir / "demo")), transaction.atomic():
             from io import StringIO
 
             from django.contrib.auth.models import Group

@@ -5,11 +5,19 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.core.paginator import Paginator
-from django.db.models import Prefetch
+from django.db.models import Exists, OuterRef, Prefetch
 from django.utils import timezone
 
 from memory.formats.lines import core_line, render_core
-from memory.models import Lesson, LessonConfirmation, LessonRef, LessonStatus, PromotionCandidate, Tier
+from memory.models import (
+    Lesson,
+    LessonConfirmation,
+    LessonRef,
+    LessonStatus,
+    PromotionBulkDecision,
+    PromotionCandidate,
+    Tier,
+)
 from memory.refs import parse_ref_list
 
 Status = PromotionCandidate.Status
@@ -121,6 +129,12 @@ def recent_decisions(*, filters=None, limit=10):
         .select_related("memory__persona", "memory__project", "core_lesson", "bulk")
         .order_by("-decided_at", "-id")[:limit]
     )
+
+
+def recent_bulk_decisions(*, limit=5):
+    """The latest bulk decisions that decided a candidate this person can see, newest first."""
+    seen = inbox_candidates(statuses=Status.values).filter(bulk=OuterRef("pk"))
+    return list(PromotionBulkDecision.objects.filter(Exists(seen)).order_by("-created_at", "-id")[:limit])
 
 
 def candidates_for_review(*, statuses=(Status.PENDING,), memory_ids=None, pks=None, limit=None, with_lessons=True):

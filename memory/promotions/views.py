@@ -22,10 +22,10 @@ from memory.promotions.services import (
     promotion_detect_request,
     promotion_reject,
 )
-from personas.models import Persona, Project
 from memory.roles import APPROVE, approver_required, viewer_required
 from memory.services import Actor
 from memory.textcheck import bounded_id
+from personas.models import Persona, Project
 
 Status = PromotionCandidate.Status
 RECENT_DECISIONS = 10
@@ -104,7 +104,7 @@ def inbox(request):
                  projects=Project.objects.order_by("name").values_list("pk", "name"),
                  kinds=selectors.KINDS, ages=selectors.AGES,
                  decided=selectors.recent_decisions(filters=filters, limit=RECENT_DECISIONS),
-                 bulk_decisions=PromotionBulkDecision.objects.order_by("-created_at", "-id")[:RECENT_BULK],
+                 bulk_decisions=selectors.recent_bulk_decisions(limit=RECENT_BULK),
                  detection_status=runs,
                  detection_running=any(r["state"] in ("queued", "running") for r in runs)),
     )

@@ -85,6 +85,8 @@
     if (button) {
       announce("Approving candidate #" + card.dataset.candidate + ".");
       button.click();
+    } else {
+      announce(card ? "This candidate is decided already." : "Nothing selected: move to a card with j first.");
     }
   }
 
@@ -99,7 +101,10 @@
   function reject(card) {
     var field = selectedBoxes().length ? document.getElementById("bulk-reason")
       : card && card.querySelector(".reject-form input[name=reason]");
-    if (!field) return;
+    if (!field) {
+      announce(card ? "This candidate is decided already." : "Nothing selected: move to a card with j first.");
+      return;
+    }
     field.focus();
     announce(selectedBoxes().length ? "Reason for rejecting the " + selectedBoxes().length +
              " selected candidates; Enter rejects them." : "Reason for rejecting this candidate; Enter rejects it.");
