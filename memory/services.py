@@ -1,12 +1,20 @@
-"""Every write to memory goes through here, so every write leaves history and bumps the version."""
+"""Every write to memory goes through here, so every write leaves history and bumps the version.
 
+No other module creates or updates Lesson, LessonRef or Change rows (tests/test_one_write_path.py
+checks it). The fast paths have bulk primitives here too: lessons_bulk_create (an import, a
+compaction's new lessons), lessons_bulk_retire (the lessons a compaction replaces or drops),
+lessons_append_or_confirm (an agent's or a reflection's lessons) and lesson_refs_set_anchors.
+"""
+
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import NamedTuple
 
-import django.dispatch
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.db import connection, models, transaction
 from django.db.models import F
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
@@ -28,15 +36,12 @@ from memory.models import (
     content_hash,
 )
 from memory.refs import Ref, parse_ref_list
-from memory.refs.services import refs_link_anchors
+from memory.roles import APPROVE
+from memory.signals import batch_reverted, lesson_refs_writing, working_lessons_added  # noqa: F401
 from memory.textcheck import check_text, text_problem
 
 # The cap on one lesson's text (LESSON_MAX_CHARS), as read at start; checks read the setting itself.
 MAX_LESSON_CHARS = settings.LESSON_MAX_CHARS
-
-# Sent after a batch has been reverted, so features that own state outside lessons
-# (promotion candidates, compaction proposals, refinement runs) can follow.
-batch_reverted = django.dispatch.Signal()
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,8 @@ def _replace_refs(lesson, refs, *, new=False):
     rows = [LessonRef(lesson=lesson, path=r.path, start_line=r.start_line, end_line=r.end_line, position=i)
             for i, r in enumerate(refs)]
     if rows:
-        refs_link_anchors(lesson, rows, new=new)
+        # The refs slice points each row at its anchor (memory/refs/receivers.py).
+        lesson_refs_writing.send(sender=LessonRef, lesson=lesson, rows=rows, new=new)
     LessonRef.objects.bulk_create(rows)
 
 
@@ -168,6 +174,11 @@ def batch_create(*, memory, kind, actor, label="", reason=""):
     batch = batch_build(memory=memory, kind=kind, actor=actor, label=label, reason=reason)
     batch.save(force_insert=True)
     return batch
+
+
+def batches_create(batches):
+    """Save many batches of batch_build in one statement (an import writes one per memory); returns them."""
+    return ChangeBatch.objects.bulk_create(batches)
 
 
 def memory_bump_version(memory):
@@ -386,6 +397,330 @@ def lesson_confirm(*, lesson, interaction=None, confirmed_on=None):
     )
 
 
+# --- bulk writes: many lessons in a few statements, with the same history as one by one -------
+
+class NewLesson(NamedTuple):
+    """One lesson for lessons_bulk_create: the batch its `create` change goes in, and its fields.
+
+    Fields left out take the model's defaults, as Lesson.objects.create would give them. The order
+    matters to lessons_bulk_create: memory_id … section_heading are the row it inserts, as they are.
+    """
+
+    batch_id: int
+    memory_id: int
+    tier: str
+    category: str
+    text: str
+    lesson_date: date
+    section: int
+    undated: bool = False
+    unparsed: bool = False
+    raw_line: str = ""
+    section_heading: str = ""
+    refs: Sequence = ()  # Ref objects, in order
+    relevance: str = Relevance.MEDIUM
+    protected: bool = False
+    derived_from: Sequence = ()  # ids of the lessons it was made from
+
+
+class _RowInserter:
+    """INSERTs of many rows without model instances, all of them in one statement that reads them
+    from one JSON array.
+
+    The ORM's per-object cost dominated imports, and so did binding every value of every row from
+    Python (executemany on SQLite; on PostgreSQL, psycopg splitting a multi-row VALUES statement of
+    thousands of placeholders). Here the rows go as one JSON array, written by json's C encoder and
+    unpacked by the database (SQLite's json_each, PostgreSQL's jsonb_array_elements), in order.
+
+    Every concrete column of the model is written: the ones given per row, the rest from the
+    field's default (auto_now fields get `now`), so a field added to the model later is filled
+    just as `Model.objects.create` would fill it. Given values are JSON strings, integers,
+    booleans, None, dates, or (for a JSONField) the JSON text itself.
+    """
+
+    def __init__(self, model, varying, now):
+        fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+        by_name = {f.attname: f for f in fields}
+        self.varying = list(varying)
+        self.dates = [i for i, name in enumerate(self.varying)
+                      if isinstance(by_name[name], models.DateField)
+                      and not isinstance(by_name[name], models.DateTimeField)]
+        if any(isinstance(by_name[name], models.DateTimeField) for name in self.varying):
+            raise ValueError("date-times are written as constants only")
+        sqlite = connection.vendor == "sqlite"
+        picks = []
+        for i, name in enumerate(self.varying):
+            field_ = by_name[name]
+            if sqlite:  # JSON text given for a JSONField is a string: stored as it is
+                picks.append(f"json_extract(value, '$[{i}]')")
+            elif isinstance(field_, models.JSONField):
+                picks.append(f"(r->>{i})::jsonb")
+            elif isinstance(field_, (models.CharField, models.TextField)):
+                # Text as it is: the column's own assignment refuses an overlong value, where an
+                # explicit cast to varchar(n) would cut it silently.
+                picks.append(f"(r->>{i})")
+            else:
+                picks.append(f"(r->>{i})::{field_.db_type(connection)}")
+        constants = {}
+        for f in fields:
+            if f.attname in self.varying:
+                continue
+            value = now if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False) else f.get_default()
+            constants[f.attname] = f.get_db_prep_save(value, connection)
+            picks.append("%s")
+        qn = connection.ops.quote_name
+        columns = ", ".join(qn(by_name[name].column) for name in [*self.varying, *constants])
+        self.table, self.pk = qn(model._meta.db_table), qn(model._meta.pk.column)
+        self.constant_values = list(constants.values())
+        if sqlite:
+            self.sql = f"INSERT INTO {self.table} ({columns}) SELECT {', '.join(picks)} FROM json_each(%s) ORDER BY key"
+        else:
+            self.sql = (f"INSERT INTO {self.table} ({columns}) SELECT {', '.join(picks)} "
+                        f"FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS rows(r, n) ORDER BY n")
+
+    def _payload(self, rows):
+        if self.dates:
+            rows = [list(r) for r in rows]
+            for row in rows:
+                for i in self.dates:
+                    row[i] = row[i].isoformat()
+        return json.dumps(rows, ensure_ascii=False)
+
+    def insert(self, rows, *, returning=False):
+        """rows: tuples in `varying` order. Returns the new primary keys in row order when asked.
+
+        On SQLite the new ids are the ones above the largest before: ids only grow, and the writer
+        already holds the database's write lock (it wrote the batches first), so no other writer
+        adds rows meanwhile. PostgreSQL returns them in the order the rows went in.
+        """
+        if not rows:
+            return []
+        params = [*self.constant_values, self._payload(rows)]  # the placeholders' order in self.sql
+        with connection.cursor() as cursor:
+            if connection.vendor != "sqlite":
+                cursor.execute(self.sql + (f" RETURNING {self.pk}" if returning else ""), params)
+                return [row[0] for row in cursor.fetchall()] if returning else []
+            if returning:
+                cursor.execute(f"SELECT COALESCE(MAX({self.pk}), 0) FROM {self.table}")
+                (before,) = cursor.fetchone()
+            cursor.execute(self.sql, params)
+            if not returning:
+                return []
+            cursor.execute(f"SELECT {self.pk} FROM {self.table} WHERE {self.pk} > %s ORDER BY {self.pk}", [before])
+            ids = [row[0] for row in cursor.fetchall()]
+        if len(ids) != len(rows):
+            raise RuntimeError(f"{self.table}: {len(rows)} rows written but {len(ids)} new ids found")
+        return ids
+
+
+@dataclass
+class _Snapshot:
+    """What lesson_snapshot reads, for a lesson inserted without a model instance."""
+
+    tier: str
+    category: str
+    text: str
+    lesson_date: object
+    relevance: str
+    protected: bool
+    status: str = Lesson._meta.get_field("status").default
+
+
+_json_string = json.encoder.encode_basestring_ascii  # how json.dumps writes a string by default
+_SNAPSHOT_VARYING = ("tier", "category", "text", "lesson_date", "relevance", "protected", "refs")
+
+
+def _snapshot_writer():
+    """A function (tier, category, text, day, relevance, protected, refs) -> the JSON text of
+    lesson_snapshot for a new lesson.
+
+    Encoding 100,000 snapshot dicts one by one was a sixth of an import's time. The fields every
+    new lesson shares are written once, from lesson_snapshot itself; per lesson only its strings
+    are escaped, exactly as json.dumps escapes them. Key order differs from json.dumps, which
+    nothing reads (history compares decoded snapshots).
+    """
+    shared = lesson_snapshot(_Snapshot("", "", "", timezone.localdate(), Relevance.MEDIUM, False), [])
+    for key in _SNAPSHOT_VARYING:
+        shared.pop(key)
+    head = json.dumps(shared)[:-1] + ", " if shared else "{"
+    starts = {}  # (tier, category, day, relevance, protected) -> the text before "text", shared by many
+
+    def write(tier, category, text, day, relevance, protected, refs):
+        key = (tier, category, day, relevance, protected)
+        start = starts.get(key)
+        if start is None:
+            start = starts[key] = (
+                f'{head}"tier": {_json_string(tier)}, "category": {_json_string(category)}, '
+                f'"lesson_date": "{day.isoformat()}", "relevance": {_json_string(relevance)}, '
+                f'"protected": {json.dumps(bool(protected))}, "text": '
+            )
+        if refs:
+            return f'{start}{_json_string(text)}, "refs": [{", ".join([_json_string(r.as_text()) for r in refs])}]}}'
+        return f'{start}{_json_string(text)}, "refs": []}}'
+
+    return write
+
+
+# NewLesson's fields memory_id … section_heading, then the content hash computed here.
+_LESSON_COLUMNS = (*NewLesson._fields[1:11], "content_hash")
+# Written per row only when some lesson differs from the model's default (an import never does).
+_LESSON_OPTIONAL = ("relevance", "protected")
+_REF_COLUMNS = ("lesson_id", "path", "start_line", "end_line", "position")
+_CHANGE_COLUMNS = ("batch_id", "memory_id", "lesson_id", "action", "after")
+
+
+def lessons_bulk_create(lessons, *, now=None):
+    """Create many lessons (NewLesson) with their refs, derived-from links and one `create` change
+    each, as lesson_create would record them, in a few statements whatever their number.
+
+    For the fast paths (an import, a compaction's new lessons). The caller has validated the
+    fields, created the batches (so it holds the write lock) and bumps the versions afterwards;
+    refs are stored without anchors (refs_link_anchors' bulk pass gives them one later).
+    Returns the new lesson ids, in the order given.
+    """
+    if not lessons:
+        return []
+    now = now or timezone.now()
+    # Read by position: an import passes 100,000 of these, and field names cost a lookup each.
+    rows = [l[1:11] + (content_hash(l[4]),) for l in lessons]
+    optional = []
+    for name in _LESSON_OPTIONAL:
+        i = NewLesson._fields.index(name)
+        if {l[i] for l in lessons} != {Lesson._meta.get_field(name).default}:
+            optional.append(name)
+            rows = [(*row, l[i]) for row, l in zip(rows, lessons)]
+    ids = _RowInserter(Lesson, (*_LESSON_COLUMNS, *optional), now).insert(rows, returning=True)
+    refs = [(lesson_id, r.path, r.start_line, r.end_line, position)
+            for lesson_id, l in zip(ids, lessons) if l[11] for position, r in enumerate(l[11])]
+    if refs:
+        _RowInserter(LessonRef, _REF_COLUMNS, now).insert(refs)
+    links = [Lesson.derived_from.through(from_lesson_id=lesson_id, to_lesson_id=source)
+             for lesson_id, l in zip(ids, lessons) if l[14] for source in l[14]]
+    if links:
+        Lesson.derived_from.through.objects.bulk_create(links)
+    snapshot = _snapshot_writer()
+    create = Change.Action.CREATE
+    _RowInserter(Change, _CHANGE_COLUMNS, now).insert([
+        (l[0], l[1], lesson_id, create, snapshot(l[2], l[3], l[4], l[5], l[12], l[13], l[11]))
+        for lesson_id, l in zip(ids, lessons)
+    ])
+    return ids
+
+
+def lessons_bulk_retire(*, batch, retired, now=None):
+    """Lessons leave compiled memory in one batch, as lesson_supersede and lesson_delete record it.
+
+    `retired`: (lesson, its refs, successor id or None), the lessons locked by the caller. With a
+    successor the lesson is superseded by it, otherwise deleted (a soft delete: it stays in
+    history, revertible). One UPDATE per successor and one INSERT of the history.
+    """
+    now = now or timezone.now()
+    history, by_successor = [], {}
+    for lesson, refs, successor_id in retired:
+        status = LessonStatus.SUPERSEDED if successor_id else LessonStatus.DELETED
+        before = lesson_snapshot(lesson, refs)
+        lesson.status, lesson.superseded_by_id, lesson.updated_at = status, successor_id, now
+        action = Change.Action.SUPERSEDE if successor_id else Change.Action.DELETE
+        history.append(Change(batch=batch, memory_id=lesson.memory_id, lesson=lesson, action=action, before=before,
+                              after={**before, "status": status}, created_at=now))
+        by_successor.setdefault(successor_id, []).append(lesson.pk)
+    # One UPDATE per successor: bulk_update's CASE over every row costs more than the writes themselves.
+    for successor_id, ids in by_successor.items():
+        status = LessonStatus.SUPERSEDED if successor_id else LessonStatus.DELETED
+        Lesson.objects.filter(pk__in=ids).update(status=status, superseded_by_id=successor_id, updated_at=now)
+    Change.objects.bulk_create(history)
+
+
+def lesson_refs_set_anchors(pairs):
+    """Point stored refs at their anchors: pairs of (anchor id, ref id). One prepared statement for all
+    (Django's bulk_update builds a CASE per row, far slower at 10,000 refs)."""
+    if not pairs:
+        return
+    qn = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.executemany(f"UPDATE {qn(LessonRef._meta.db_table)} SET {qn('anchor_id')} = %s "
+                           f"WHERE {qn(LessonRef._meta.pk.column)} = %s", list(pairs))
+
+
+def lesson_add_sources(*, lesson, sources):
+    """More lessons back `lesson` (a reflection merged with new observations): its derived-from links grow.
+
+    A link is no change of the lesson's recorded state, so it leaves no history of its own; the
+    caller's batch records the lessons it changed.
+    """
+    lesson.derived_from.add(*sources)
+
+
+def lessons_forget_successor(*, batch):
+    """The lessons `batch` changed that are active again point at no successor (after its revert)."""
+    Lesson.objects.filter(pk__in=batch.changes.values("lesson_id"), status=LessonStatus.ACTIVE).update(
+        superseded_by=None
+    )
+
+
+def lessons_point_at_successor(*, lesson):
+    """The lessons `lesson` was made from that are superseded by nothing point at it again (a
+    compaction applied again by reverting its revert)."""
+    Lesson.objects.filter(pk__in=[s.pk for s in lesson.derived_from.all()], status=LessonStatus.SUPERSEDED,
+                          superseded_by__isnull=True).update(superseded_by=lesson)
+
+
+@dataclass(frozen=True)
+class LessonDraft:
+    """A working lesson an agent or a reflection wants stored (validated by the caller)."""
+
+    text: str
+    category: str
+    refs: object = ()
+    relevance: str = Relevance.MEDIUM
+    vague: bool = False
+
+
+def lessons_append_or_confirm(*, memory, drafts, actor, kind, label, reason, interaction=None, sender=Lesson):
+    """Each draft confirms the active lesson of the same text in the memory, or becomes a new working
+    lesson; the new ones go in one batch (made at the first of them) under one new section.
+
+    Call inside a transaction holding the memory's row lock, so two writers cannot both add the same
+    lesson. `reason` is text or a function of the position of the first new draft. A draft repeating
+    an earlier one of the same call counts as that one, confirmed once. When lessons were added, the
+    version is bumped once and `working_lessons_added` is sent (by `sender`) after the commit.
+    Returns [(lesson, "created" | "confirmed")], one per draft.
+    """
+    batch = section = None
+    results, created_ids, seen = [], [], {}
+    for position, draft in enumerate(drafts):
+        digest = content_hash(draft.text)
+        if digest in seen:
+            results.append((seen[digest], "confirmed"))
+            continue
+        existing = Lesson.objects.filter(
+            memory=memory, status=LessonStatus.ACTIVE, content_hash=digest).order_by("id").first()
+        if existing:
+            lesson_confirm(lesson=existing, interaction=interaction)
+            seen[digest] = existing
+            results.append((existing, "confirmed"))
+            continue
+        if batch is None:
+            batch = batch_create(memory=memory, kind=kind, actor=actor, label=label,
+                                 reason=reason(position) if callable(reason) else reason)
+            section = next_section(memory)
+        lesson = lesson_create(
+            memory=memory, text=draft.text, category=draft.category, tier=Tier.WORKING, refs=draft.refs,
+            relevance=draft.relevance, actor=actor, batch=batch, section=section, interaction=interaction,
+            vague=draft.vague, bump=False,
+        )
+        seen[digest] = lesson
+        created_ids.append(lesson.pk)
+        results.append((lesson, "created"))
+    if created_ids:
+        memory_bump_version(memory)
+        memory_id = memory.pk
+        transaction.on_commit(
+            lambda: working_lessons_added.send(sender=sender, memory_id=memory_id, lesson_ids=list(created_ids))
+        )
+    return results
+
+
 # --- revert ----------------------------------------------------------------------------------
 
 class RevertError(Exception):
@@ -409,8 +744,6 @@ def batch_decided_by_approver(batch, _depth=0):
 
 
 def _require_role_to_revert(batch, actor):
-    from memory.roles import APPROVE
-
     if actor.type == ActorType.USER and batch_decided_by_approver(batch) and not (
         actor.user is not None and actor.user.has_perm(APPROVE)
     ):

@@ -242,11 +242,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TIMEZONE = TIME_ZONE
 # Periodic jobs (run by `celery beat`); each feature adds its entry here.
 CELERY_BEAT_SCHEDULE = {
-    "promotions-nightly": {"task": "promotions.detect_everywhere", "schedule": crontab(hour=2, minute=30)},
-    "refinement-nightly": {"task": "refinement.nightly", "schedule": crontab(hour=3, minute=30)},
-    "refinement-sweeper": {"task": "refinement.sweep", "schedule": 60.0},
+    "promotions-nightly": {"task": "memory.promotions.detect_everywhere", "schedule": crontab(hour=2, minute=30)},
+    "refinement-nightly": {"task": "memory.refinement.nightly", "schedule": crontab(hour=3, minute=30)},
+    "refinement-sweeper": {"task": "memory.refinement.sweep", "schedule": 60.0},
     "pipeline-sweeper": {"task": "memory.pipeline.sweep", "schedule": 60.0},
-    "refs-check": {"task": "refs.check_everywhere", "schedule": crontab(minute=15)},
+    "refs-check": {"task": "memory.refs.check_everywhere", "schedule": crontab(minute=15)},
 }
 # A running refinement run with no heartbeat for this long is rolled back and marked failed.
 REFINEMENT_HEARTBEAT_TIMEOUT = env_int("REFINEMENT_HEARTBEAT_TIMEOUT", 600, minimum=1)

@@ -16,9 +16,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from memory import services
-from memory.models import ChangeBatch, Lesson, LessonStatus, Memory, Relevance, Tier, content_hash
+from memory.models import ChangeBatch, Memory, Relevance, Tier
 from memory.reflection.services import interaction_create
-from memory.signals import working_lessons_added
 
 TOOL_CATEGORIES = {
     "save_fact": ("DECISION", "ARCHITECTURE", "PATTERN"),
@@ -69,10 +68,7 @@ def agent_lessons_append(*, memory, token, items):
     """
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     actor = services.Actor.agent(token)
-    batch = None
-    section = None
-    results, created_ids, errors = [], [], {}
-    prepared = []
+    errors, prepared = {}, []
     for i, item in enumerate(items):
         try:
             category, text, relevance = tool_lesson_fields(item)
@@ -84,39 +80,12 @@ def agent_lessons_append(*, memory, token, items):
         prepared.append((item, category, text, relevance))
     if errors:
         raise ValidationError(errors)
-    seen = {}
-    for item, category, text, relevance in prepared:
-        digest = content_hash(text)
-        if digest in seen:
-            results.append((seen[digest], "confirmed"))
-            continue
-        existing = (
-            Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE, content_hash=digest).order_by("id").first()
-        )
-        if existing:
-            services.lesson_confirm(lesson=existing)
-            seen[digest] = existing
-            results.append((existing, "confirmed"))
-            continue
-        if batch is None:
-            batch = services.batch_create(
-                memory=memory, kind=ChangeBatch.Kind.AGENT, actor=actor,
-                label=f"Written by agent token {token.prefix}", reason=f"{item.get('tool') or 'a lesson'} through the agent API",
-            )
-            section = services.next_section(memory)
-        lesson = services.lesson_create(
-            memory=memory, text=text, category=category, tier=Tier.WORKING, refs=item.get("refs") or [],
-            relevance=relevance, actor=actor, batch=batch, section=section, bump=False,
-        )
-        seen[digest] = lesson
-        created_ids.append(lesson.pk)
-        results.append((lesson, "created"))
-    if created_ids:
-        services.memory_bump_version(memory)
-        memory_id = memory.pk
-        transaction.on_commit(
-            lambda: working_lessons_added.send(sender=Lesson, memory_id=memory_id, lesson_ids=list(created_ids))
-        )
+    results = services.lessons_append_or_confirm(
+        memory=memory, actor=actor, kind=ChangeBatch.Kind.AGENT, label=f"Written by agent token {token.prefix}",
+        reason=lambda i: f"{prepared[i][0].get('tool') or 'a lesson'} through the agent API",
+        drafts=[services.LessonDraft(text=text, category=category, refs=item.get("refs") or [], relevance=relevance)
+                for item, category, text, relevance in prepared],
+    )
     return memory, results
 
 

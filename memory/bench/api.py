@@ -47,9 +47,14 @@ def seed(lessons):
 
     django.setup()
     from django.core.management import call_command
+    from django.db import transaction
 
     call_command("migrate", verbosity=0, interactive=False)
-    from memory.models import Lesson, LessonRef, Memory, content_hash
+    from django.utils import timezone
+
+    from memory import services
+    from memory.models import ChangeBatch, Lesson, Memory
+    from memory.refs import Ref
     from memory.tokens import agent_token_create
     from personas.models import Persona, Project
 
@@ -60,21 +65,19 @@ def seed(lessons):
     project = Project.objects.create(slug=PROJECT, name="Bench app", repository_url="https://example.com/bench")
     memory = Memory.objects.create(persona=persona, project=project)
     core = min(100, lessons // 10)
+    batch = services.batch_create(memory=memory, kind=ChangeBatch.Kind.IMPORT, actor=services.Actor.system("bench"))
+    today = timezone.localdate()
     rows = []
     for i in range(lessons):
         tier = "core" if i < core else "working"
         category = ("PATTERN", "DECISION", "ARCHITECTURE")[i % 3] if tier == "core" else \
             ("OBSERVATION", "PATTERN", "TODO", "HYPOTHESIS")[i % 4]
         text = f"Lesson {i}: handler_{i % 97}() in src/pkg{i % 50}/module_{i}.py retries {i % 7 + 1} times"
-        rows.append(Lesson(memory=memory, tier=tier, category=category, text=text, content_hash=content_hash(text),
-                           section=i // 3))
+        rows.append(services.NewLesson(batch.pk, memory.pk, tier, category, text, today, i // 3,
+                                       refs=[Ref(f"src/pkg{i % 50}/module_{i}.py", 10 + i % 40, 20 + i % 40)]))
     # Bulk rows keep the set-up short; the benchmark measures reads, not the write path.
-    created = Lesson.objects.bulk_create(rows, batch_size=2000)
-    LessonRef.objects.bulk_create(
-        (LessonRef(lesson=lesson, path=f"src/pkg{i % 50}/module_{i}.py", start_line=10 + i % 40,
-                   end_line=20 + i % 40) for i, lesson in enumerate(created)),
-        batch_size=2000,
-    )
+    with transaction.atomic():
+        services.lessons_bulk_create(rows)
     Memory.objects.filter(pk=memory.pk).update(version=1)
     _, raw = agent_token_create(persona=persona, project=project, name="bench")
     print(json.dumps({"token": raw, "lessons": Lesson.objects.filter(memory=memory).count()}))

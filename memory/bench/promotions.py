@@ -84,19 +84,21 @@ def _make_memory():
 
 def seed_lessons(memory, n=LESSONS, recurring=RECURRING_THEMES):
     """Store the generated lessons; returns {lesson id: theme or None}."""
-    from memory.models import ChangeBatch, Lesson, LessonRef, content_hash
+    from django.db import transaction
+
+    from memory import services
+    from memory.models import ChangeBatch
+    from memory.refs import Ref
 
     generated = generate(n, recurring)
     # Bulk insert: the benchmark measures detection, not 10,000 single writes.
-    Lesson.objects.bulk_create(
-        [Lesson(memory=memory, tier="working", category="OBSERVATION", text=text, content_hash=content_hash(text),
-                lesson_date=when, section=i) for i, (text, _, when, _) in enumerate(generated)],
-        batch_size=2_000,
-    )
-    created = list(Lesson.objects.filter(memory=memory).order_by("section").values_list("id", flat=True))
-    LessonRef.objects.bulk_create(
-        [LessonRef(lesson_id=pk, path=path) for pk, (_, path, _, _) in zip(created, generated)], batch_size=2_000
-    )
+    with transaction.atomic():
+        batch = services.batch_create(memory=memory, kind=ChangeBatch.Kind.IMPORT,
+                                      actor=services.Actor.system("bench"))
+        created = services.lessons_bulk_create([
+            services.NewLesson(batch.pk, memory.pk, "working", "OBSERVATION", text, when, i, refs=[Ref(path)])
+            for i, (text, path, when, _) in enumerate(generated)
+        ])
     ChangeBatch.objects.filter(memory=memory).delete()
     return {pk: (theme, when) for pk, (_, _, when, theme) in zip(created, generated)}
 

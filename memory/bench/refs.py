@@ -16,23 +16,25 @@ BUDGET_SECONDS = 10.0
 
 
 def _seed(memory, files, n, rng):
-    from memory.models import Lesson, LessonRef, content_hash
+    from django.db import transaction
+    from django.utils import timezone
 
-    lessons, specs = [], []
-    for i in range(n):
-        path = rng.choice(files)
-        start = rng.randint(1, LINES_PER_FILE - 5)
-        text = f"Lesson {i} about {path}"
-        lessons.append(Lesson(memory=memory, tier="working", category="OBSERVATION", text=text,
-                              content_hash=content_hash(text), section=i))
-        specs.append((path, start, start + rng.randint(0, 4)))
-    # Bulk insert, as an import does: the benchmark measures the check, not 10,000 single writes.
-    Lesson.objects.bulk_create(lessons, batch_size=2_000)
-    created = Lesson.objects.filter(memory=memory).order_by("id").values_list("id", flat=True)
-    LessonRef.objects.bulk_create(
-        [LessonRef(lesson_id=pk, path=p, start_line=s, end_line=e if e != s else None)
-         for pk, (p, s, e) in zip(created, specs)], batch_size=2_000,
-    )
+    from memory import services
+    from memory.models import ChangeBatch
+    from memory.refs import Ref
+
+    today, lessons = timezone.localdate(), []
+    with transaction.atomic():
+        batch = services.batch_create(memory=memory, kind=ChangeBatch.Kind.IMPORT,
+                                      actor=services.Actor.system("bench"))
+        for i in range(n):
+            path = rng.choice(files)
+            start = rng.randint(1, LINES_PER_FILE - 5)
+            end = start + rng.randint(0, 4)
+            lessons.append(services.NewLesson(batch.pk, memory.pk, "working", "OBSERVATION", f"Lesson {i} about {path}",
+                                              today, i, refs=[Ref(path, start, end if end != start else None)]))
+        # Bulk insert, as an import does: the benchmark measures the check, not 10,000 single writes.
+        services.lessons_bulk_create(lessons)
 
 
 def _drift(repo, files, rng):

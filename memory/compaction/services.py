@@ -11,6 +11,7 @@ compacted lines in working.md, so the file keeps its date order.
 
 import logging
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Prefetch
@@ -40,13 +41,11 @@ from memory.models import (
     Lesson,
     LessonConfirmation,
     LessonRef,
-    LessonStatus,
     Memory,
     ProposalDrop,
     ProposalLine,
     Relevance,
     Tier,
-    content_hash,
 )
 from memory.selectors import active_lessons, with_refs
 from memory.textcheck import check_text
@@ -350,65 +349,31 @@ def _apply_locked(proposal, memory, lessons, actor):
     # Working memory is read in id order; the new lines sort by section, right after the lessons the
     # proposal keeps and before any lesson appended since (those took later sections).
     section = max(l.section for l in lessons.values())
-    created = []  # (new lesson, its refs, its sources), in proposal order
+    created = []  # (new lesson, its sources), in proposal order
     for row in rows:
         if row.kind == KEPT:
             continue
         sources = [lessons[i] for i in dict.fromkeys(row.source_ids)]
-        text = row.text.strip()
-        new = Lesson(
-            memory=memory, tier=Tier.WORKING, category=row.category, text=text, content_hash=content_hash(text),
-            relevance=Relevance.highest(s.relevance for s in sources),
-            protected=any(s.protected for s in sources), lesson_date=max(s.lesson_date for s in sources),
-            section=section, created_at=now,
-        )
-        refs = [LessonRef(path=r.path, start_line=r.start_line, end_line=r.end_line, position=i)
-                for i, r in enumerate(services.clean_refs(row.refs))]
-        created.append((new, refs, sources))
+        created.append((services.NewLesson(
+            batch_id=batch.pk, memory_id=memory.pk, tier=Tier.WORKING, category=row.category, text=row.text.strip(),
+            lesson_date=max(s.lesson_date for s in sources), section=section,
+            refs=services.clean_refs(row.refs), relevance=Relevance.highest(s.relevance for s in sources),
+            protected=any(s.protected for s in sources), derived_from=[s.pk for s in sources],
+        ), sources))
     # Set-based writes: a 150-lesson apply is a handful of statements, not a few per lesson.
-    Lesson.objects.bulk_create([new for new, _, _ in created])
-    for new, refs, _ in created:
-        for ref in refs:
-            ref.lesson = new
-    LessonRef.objects.bulk_create([ref for _, refs, _ in created for ref in refs])
-    Lesson.derived_from.through.objects.bulk_create([
-        Lesson.derived_from.through(from_lesson_id=new.pk, to_lesson_id=source.pk)
-        for new, _, sources in created for source in sources
-    ])
-    history = [
-        Change(batch=batch, memory_id=memory.pk, lesson=new, action=Change.Action.CREATE, before=None,
-               after=services.lesson_snapshot(new, refs), created_at=now)
-        for new, refs, _ in created
-    ]
-
+    new_ids = services.lessons_bulk_create([new for new, _ in created], now=now)
     replaced_by = {}
-    for new, _, sources in created:
+    for new_id, (_, sources) in zip(new_ids, created):
         for source in sources:
-            replaced_by.setdefault(source.pk, new)
+            replaced_by.setdefault(source.pk, new_id)
     # Lessons leave working memory as history records them (never a hard delete), in the one batch.
-    retired = []
-    for lesson_id, status, successor in (
-        [(i, LessonStatus.SUPERSEDED, new) for i, new in replaced_by.items()]
-        + [(d.lesson_id, LessonStatus.DELETED, None) for d in drops]
-    ):
-        lesson = lessons[lesson_id]
-        before = services.lesson_snapshot(lesson, lesson.ref_list)
-        lesson.status, lesson.superseded_by, lesson.updated_at = status, successor, now
-        action = Change.Action.SUPERSEDE if successor else Change.Action.DELETE
-        history.append(Change(batch=batch, memory_id=memory.pk, lesson=lesson, action=action, before=before,
-                              after={**before, "status": status}, created_at=now))
-        retired.append(lesson)
-    # One UPDATE per successor: bulk_update's CASE over every row costs more than the writes themselves.
-    by_successor = {}
-    for lesson in retired:
-        by_successor.setdefault(lesson.superseded_by, []).append(lesson.pk)
-    for successor, ids in by_successor.items():
-        status = LessonStatus.SUPERSEDED if successor else LessonStatus.DELETED
-        Lesson.objects.filter(pk__in=ids).update(status=status, superseded_by=successor, updated_at=now)
-    Change.objects.bulk_create(history)
+    services.lessons_bulk_retire(batch=batch, now=now, retired=[
+        (lessons[lesson_id], lessons[lesson_id].ref_list, successor_id)
+        for lesson_id, successor_id in [*replaced_by.items(), *((d.lesson_id, None) for d in drops)]
+    ])
     # A confirmation (the same text seen again) counts for the lesson that now holds that text.
     LessonConfirmation.objects.bulk_create([
-        LessonConfirmation(lesson=replaced_by[c.lesson_id], confirmed_on=c.confirmed_on,
+        LessonConfirmation(lesson_id=replaced_by[c.lesson_id], confirmed_on=c.confirmed_on,
                            interaction_id=c.interaction_id, created_at=c.created_at)
         for c in LessonConfirmation.objects.filter(lesson_id__in=replaced_by).order_by("id")
     ])
@@ -453,7 +418,21 @@ def compaction_revert(*, proposal, actor, reason=""):
                                  reason=reason or f"Revert of compaction proposal #{proposal.pk}")
 
 
-def on_batch_reverted(sender, batch, revert_batch, **kwargs):
+def compaction_propose_requested(*, memory_id, user_id, recomputed_from_id=None):
+    """A proposal a person asked for (or a recompute of a stale one), run as a job: its id, or None
+    when it cannot be made (the page shows why from the memory's state)."""
+    user = get_user_model().objects.get(pk=user_id)
+    old = CompactionProposal.objects.filter(pk=recomputed_from_id).first() if recomputed_from_id else None
+    try:
+        return compaction_propose(
+            memory=Memory.objects.get(pk=memory_id), actor=services.Actor.for_user(user), recomputed_from=old,
+            trigger_detail=f"Recomputed from proposal #{old.pk}, which went stale" if old else "",
+        ).pk
+    except CompactionError:
+        return None
+
+
+def compaction_follow_revert(*, batch, revert_batch):
     """A batch was reverted (from this page or from the history): keep proposals and links in step.
 
     Reverting a compaction marks its proposal reverted; reverting that revert applies the
@@ -462,9 +441,7 @@ def on_batch_reverted(sender, batch, revert_batch, **kwargs):
     proposal = CompactionProposal.objects.filter(apply_batch=batch).first()
     if proposal is not None:
         # The restored lessons are active again; they are no longer replaced by anything.
-        Lesson.objects.filter(pk__in=batch.changes.values("lesson_id"), status=LessonStatus.ACTIVE).update(
-            superseded_by=None
-        )
+        services.lessons_forget_successor(batch=batch)
         CompactionProposal.objects.filter(pk=proposal.pk).update(
             status=CompactionProposal.Status.REVERTED,
             reason=f"{revert_batch} by {revert_batch.actor_display} on {revert_batch.created_at:%Y-%m-%d %H:%M}.",
@@ -481,8 +458,7 @@ def on_batch_reverted(sender, batch, revert_batch, **kwargs):
         pk__in=original.changes.filter(action=Change.Action.CREATE).values("lesson_id")
     ).prefetch_related("derived_from").order_by("id")
     for new in created:
-        Lesson.objects.filter(pk__in=[s.pk for s in new.derived_from.all()], status=LessonStatus.SUPERSEDED,
-                              superseded_by__isnull=True).update(superseded_by=new)
+        services.lessons_point_at_successor(lesson=new)
     CompactionProposal.objects.filter(pk=proposal.pk).update(
         status=CompactionProposal.Status.APPLIED, apply_batch=revert_batch,
         reason=f"Applied again by {revert_batch.actor_display} ({revert_batch}, undoing {batch}).",

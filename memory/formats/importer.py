@@ -26,7 +26,6 @@ the memory in between (an edit, a deletion, a revert) or to the files sends it t
 comparison above.
 """
 
-import json
 import re
 from contextlib import contextmanager
 import unicodedata
@@ -36,13 +35,13 @@ from pathlib import Path
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_unicode_slug
-from django.db import connection, models, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
 from memory import context_cache, services
 from memory.formats.nightwatch import TreeError
-from memory.models import Change, ChangeBatch, ImportedFolder, Lesson, LessonRef, LessonStatus, Memory, content_hash
+from memory.models import Change, ChangeBatch, ImportedFolder, Lesson, LessonStatus, Memory, content_hash
 from memory.refs.services import schedule_anchoring
 from memory.signals import working_lessons_added
 from memory.textcheck import name_problem
@@ -251,163 +250,6 @@ def _find_project(folder, report):
     return project
 
 
-class _Inserter:
-    """Bulk INSERTs without model instances, all rows in one statement that reads them from JSON.
-
-    The ORM's per-object cost dominated imports, and so did binding every value of every row from
-    Python (executemany on SQLite; on PostgreSQL, psycopg splitting a multi-row VALUES statement
-    of thousands of placeholders). Here the rows go as one JSON array, written by json's C encoder
-    and unpacked by the database (SQLite's json_each, PostgreSQL's jsonb_array_elements), in order.
-
-    Every concrete column of the model is written: the ones given per row, the rest from the
-    field's default (auto_now fields get the import time), so a field added to the model later
-    is filled just as `Model.objects.create` would fill it. Given values are JSON strings,
-    integers, booleans, None, dates, or (for a JSONField) the JSON text itself.
-    """
-
-    def __init__(self, model, varying, now):
-        self.connection = connection
-        ops = connection.ops
-        fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-        by_name = {f.attname: f for f in fields}
-        self.varying = list(varying)
-        self.dates = [i for i, name in enumerate(self.varying)
-                      if isinstance(by_name[name], models.DateField)
-                      and not isinstance(by_name[name], models.DateTimeField)]
-        if any(isinstance(by_name[name], models.DateTimeField) for name in self.varying):
-            raise ValueError("date-times are written as constants only")
-        sqlite = connection.vendor == "sqlite"
-        picks = []
-        for i, name in enumerate(self.varying):
-            field_ = by_name[name]
-            if sqlite:  # JSON text given for a JSONField is a string: stored as it is
-                picks.append(f"json_extract(value, '$[{i}]')")
-            elif isinstance(field_, models.JSONField):
-                picks.append(f"(r->>{i})::jsonb")
-            elif isinstance(field_, (models.CharField, models.TextField)):
-                # Text as it is: the column's own assignment refuses an overlong value, where an
-                # explicit cast to varchar(n) would cut it silently.
-                picks.append(f"(r->>{i})")
-            else:
-                picks.append(f"(r->>{i})::{field_.db_type(connection)}")
-        constants = {}
-        for f in fields:
-            if f.attname in self.varying:
-                continue
-            value = now if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False) else f.get_default()
-            constants[f.attname] = f.get_db_prep_save(value, connection)
-            picks.append("%s")
-        qn = ops.quote_name
-        columns = ", ".join(qn(by_name[name].column) for name in [*self.varying, *constants])
-        table, self.pk = qn(model._meta.db_table), qn(model._meta.pk.column)
-        self.table = table
-        self.constant_values = list(constants.values())
-        if sqlite:
-            self.sql = f"INSERT INTO {table} ({columns}) SELECT {', '.join(picks)} FROM json_each(%s) ORDER BY key"
-        else:
-            self.sql = (f"INSERT INTO {table} ({columns}) SELECT {', '.join(picks)} "
-                        f"FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS rows(r, n) ORDER BY n")
-
-    def _payload(self, rows):
-        if self.dates:
-            rows = [list(r) for r in rows]
-            for row in rows:
-                for i in self.dates:
-                    row[i] = row[i].isoformat()
-        return json.dumps(rows, ensure_ascii=False)
-
-    def insert(self, rows, *, returning=False):
-        """rows: tuples in `varying` order. Returns the new primary keys in row order when asked.
-
-        On SQLite the new ids are the ones above the largest before: ids only grow, and the import
-        holds the database's write lock, so no other writer adds rows meanwhile. PostgreSQL
-        returns them in the order the rows went in.
-        """
-        if not rows:
-            return []
-        params = [*self.constant_values, self._payload(rows)]  # the placeholders' order in self.sql
-        with self.connection.cursor() as cursor:
-            if self.connection.vendor != "sqlite":
-                cursor.execute(self.sql + (f" RETURNING {self.pk}" if returning else ""), params)
-                return [row[0] for row in cursor.fetchall()] if returning else []
-            if returning:
-                cursor.execute(f"SELECT COALESCE(MAX({self.pk}), 0) FROM {self.table}")
-                (before,) = cursor.fetchone()
-            cursor.execute(self.sql, params)
-            if not returning:
-                return []
-            cursor.execute(f"SELECT {self.pk} FROM {self.table} WHERE {self.pk} > %s ORDER BY {self.pk}", [before])
-            ids = [row[0] for row in cursor.fetchall()]
-        if len(ids) != len(rows):
-            raise RuntimeError(f"{self.table}: {len(rows)} rows written but {len(ids)} new ids found")
-        return ids
-
-
-_LESSON_COLUMNS = ("memory_id", "tier", "category", "text", "lesson_date", "section", "unparsed", "raw_line",
-                   "content_hash", "undated", "section_heading")
-_REF_COLUMNS = ("lesson_id", "path", "start_line", "end_line", "position")
-_CHANGE_COLUMNS = ("batch_id", "memory_id", "lesson_id", "action", "after")
-
-
-@dataclass
-class _Snapshot:
-    """What lesson_snapshot reads, for a lesson inserted without a model instance (see _snapshot_writer)."""
-
-    tier: str
-    category: str
-    text: str
-    lesson_date: object
-    relevance: str = Lesson._meta.get_field("relevance").default
-    protected: bool = Lesson._meta.get_field("protected").default
-    status: str = Lesson._meta.get_field("status").default
-
-
-_json_string = json.encoder.encode_basestring_ascii  # how json.dumps writes a string by default
-
-
-def _snapshot_writer():
-    """A function (tier, category, text, day, refs) -> the JSON text of lesson_snapshot for a new lesson.
-
-    Encoding 100,000 snapshot dicts one by one was a sixth of an import's time. The fields every
-    imported lesson shares are written once, from lesson_snapshot itself; per lesson only its
-    strings are escaped, exactly as json.dumps escapes them. Key order differs from json.dumps,
-    which nothing reads (history compares decoded snapshots).
-    """
-    shared = services.lesson_snapshot(_Snapshot("", "", "", timezone.localdate()), [])
-    varying = ("tier", "category", "text", "lesson_date", "refs")
-    for key in varying:
-        shared.pop(key)
-    head = json.dumps(shared)[:-1] + ", " if shared else "{"
-
-    starts = {}  # (tier, category, day) -> the text before "text", shared by many lessons
-
-    def write(tier, category, text, day, refs):
-        start = starts.get((tier, category, day))
-        if start is None:
-            start = starts[(tier, category, day)] = (
-                f'{head}"tier": {_json_string(tier)}, "category": {_json_string(category)}, '
-                f'"lesson_date": "{day.isoformat()}", "text": '
-            )
-        if refs:
-            return f'{start}{_json_string(text)}, "refs": [{", ".join([_json_string(r.as_text()) for r in refs])}]}}'
-        return f'{start}{_json_string(text)}, "refs": []}}'
-
-    return write
-
-
-def _inserters(cache):
-    """One set of inserters per import (building one reads the model's fields and defaults)."""
-    if "inserters" not in cache:
-        now = timezone.now()
-        cache["inserters"] = (
-            _Inserter(Lesson, _LESSON_COLUMNS, now),
-            _Inserter(LessonRef, _REF_COLUMNS, now),
-            _Inserter(Change, _CHANGE_COLUMNS, now),
-            _snapshot_writer(),
-        )
-    return cache["inserters"]
-
-
 @dataclass
 class _Folder:
     """One folder on its way in: where its lines go and which of them are new."""
@@ -432,6 +274,7 @@ class _Writer:
 
     def __init__(self, *, actor, label, today, cache):
         self.actor, self.label, self.today, self.cache = actor, label, today, cache
+        self.now = timezone.now()  # every row of the import is stamped alike
         self.held, self.memories, self.lines = [], set(), 0
 
     def holds(self, memory):
@@ -448,37 +291,23 @@ class _Writer:
         held, self.held, self.memories, self.lines = self.held, [], set(), 0
         if not held:
             return
-        batches = ChangeBatch.objects.bulk_create([
+        batches = services.batches_create([
             services.batch_build(memory=item.memory, kind=ChangeBatch.Kind.IMPORT, actor=self.actor, label=self.label,
                                  reason=f"Imported from {item.folder.path}")
             for item in held
         ])
-        lesson_inserter, ref_inserter, change_inserter, write_snapshot = _inserters(self.cache)
-        today = self.today
-        rows, changes = [], []
+        today, NewLesson = self.today, services.NewLesson
+        lessons = []
         for item, batch in zip(held, batches):
             memory_id, batch_id, base = item.memory.pk, batch.pk, item.base
             for line in item.lines:
-                day = line.lesson_date or today
-                text = line.text
                 section = base if line.tier == "core" else base + 1 + line.section
-                rows.append((memory_id, line.tier, line.category, text, day, section, line.unparsed,
-                             line.raw_line if line.unparsed else "", content_hash(text), line.lesson_date is None,
-                             line.heading if len(line.heading) <= HEADING_MAX else ""))
-                after = write_snapshot(line.tier, line.category, text, day, line.refs)
-                changes.append([batch_id, memory_id, None, Change.Action.CREATE, after])
-        ids = lesson_inserter.insert(rows, returning=True)
-        lines = [line for item in held for line in item.lines]
-        refs = [
-            (lesson_id, r.path, r.start_line, r.end_line, position)
-            for lesson_id, line in zip(ids, lines)
-            for position, r in enumerate(line.refs)
-        ]
-        if refs:
-            ref_inserter.insert(refs)
-        for change, lesson_id in zip(changes, ids):
-            change[2] = lesson_id
-        change_inserter.insert(changes)
+                lessons.append(NewLesson(
+                    batch_id, memory_id, line.tier, line.category, line.text, line.lesson_date or today, section,
+                    line.lesson_date is None, line.unparsed, line.raw_line if line.unparsed else "",
+                    line.heading if len(line.heading) <= HEADING_MAX else "", line.refs,
+                ))
+        ids = services.lessons_bulk_create(lessons, now=self.now)
         at = 0
         for item, batch in zip(held, batches):
             report, count = item.report, len(item.lines)

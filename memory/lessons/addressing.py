@@ -6,24 +6,10 @@ memory (the former name is kept as an alias and redirects); the old numeric addr
 
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect
-from django.urls import reverse
 
+from memory.lessons.paths import addressable, memory_path
 from memory.models import Memory
 from personas.models import PersonaAlias
-
-# Each tab of the memory page and its URL name.
-TABS = {"lessons": "memory_detail", "history": "memory_history", "prompt": "prompt_preview"}
-
-
-def addressable(memory):
-    """A name holding "/" cannot be one path segment; such a memory keeps its numeric address."""
-    return "/" not in memory.persona.name and "/" not in memory.project.slug
-
-
-def memory_path(memory, tab="lessons"):
-    if addressable(memory):
-        return reverse(TABS[tab], kwargs={"persona": memory.persona.name, "project": memory.project.slug})
-    return reverse(TABS[tab], kwargs={"memory_id": memory.pk})
 
 
 def resolve_memory(request, tab, *, persona=None, project=None, memory_id=None):

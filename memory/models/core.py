@@ -8,6 +8,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from memory.lessons.paths import memory_path
+
 
 class Tier(models.TextChoices):
     CORE = "core", "Core"
@@ -101,18 +103,12 @@ class Memory(models.Model):
         return f"{self.persona} × {self.project}"
 
     def get_absolute_url(self):
-        from memory.lessons.addressing import memory_path
-
         return memory_path(self)
 
     def history_url(self):
-        from memory.lessons.addressing import memory_path
-
         return memory_path(self, "history")
 
     def prompt_url(self):
-        from memory.lessons.addressing import memory_path
-
         return memory_path(self, "prompt")
 
 

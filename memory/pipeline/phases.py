@@ -214,7 +214,7 @@ def _store_reflections(ctx, working, new, merges, by_key):
         if key[0] == "candidate":
             reflection_support(candidate=obj, lessons=[lessons[i] for i in sorted(ids)])
         else:
-            obj.derived_from.add(*[lessons[i] for i in ids])
+            services.lesson_add_sources(lesson=obj, sources=[lessons[i] for i in ids])
     services.memory_bump_version(ctx.memory)
 
 

@@ -14,6 +14,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from memory import services
+from memory.jobs import enqueue_on_commit
 from memory.engines.base import EngineError
 from memory.engines.registry import get_engine
 from memory.models import ChangeBatch, Interaction, Memory, PipelineRun
@@ -52,8 +53,6 @@ def pipeline_sweep(*, memory_id=None):
 @transaction.atomic
 def pipeline_start(*, memory, actor, interaction=None, transcript_text=""):
     """Create a run (and an interaction from a pasted transcript) and enqueue it after commit."""
-    from memory.pipeline.tasks import pipeline_run_task
-
     problem = text_problem(transcript_text or "", multiline=True)
     if problem:
         raise PipelineError(f"The pasted transcript {problem}; nothing was started.")
@@ -72,7 +71,7 @@ def pipeline_start(*, memory, actor, interaction=None, transcript_text=""):
     run = PipelineRun.objects.create(
         memory=memory, interaction=interaction, created_by=actor.user,
     )
-    transaction.on_commit(lambda: pipeline_run_task.delay(run.pk))
+    enqueue_on_commit("memory.pipeline.run", run.pk)
     return run
 
 

@@ -4,6 +4,8 @@ import logging
 
 from celery import shared_task
 
+from memory.pipeline.services import pipeline_run_execute, pipeline_sweep
+
 __all__ = ["pipeline_run_task", "pipeline_sweep_task"]
 
 log = logging.getLogger(__name__)
@@ -11,8 +13,6 @@ log = logging.getLogger(__name__)
 
 @shared_task(name="memory.pipeline.run")
 def pipeline_run_task(run_id):
-    from memory.pipeline.services import pipeline_run_execute
-
     try:
         return pipeline_run_execute(run_id=run_id).status
     except Exception:
@@ -23,6 +23,4 @@ def pipeline_run_task(run_id):
 
 @shared_task(name="memory.pipeline.sweep")
 def pipeline_sweep_task():
-    from memory.pipeline.services import pipeline_sweep
-
     return pipeline_sweep()

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from memory.engines.base import EngineError
 from memory.engines.registry import get_engine
+from memory.jobs import enqueue_on_commit
 from memory.models import DetectionRun, Lesson, LessonConfirmation, LessonRef, LessonStatus, Memory, PromotionCandidate, Tier
 from memory.promotions import detection, proposals, verification, wording
 from memory.promotions.candidates import (
@@ -328,12 +329,10 @@ def promotion_detect_request(*, memory=None):
     Returns the memories queued. The run itself happens in a worker (promotion_detect_run), so a
     model's check of many groups never holds up a request.
     """
-    from memory.promotions.tasks import detect_promotions
-
     targets = detection_targets(memory)
     for target in targets:
         _set_status(target.pk, "queued", "Detection is queued.")
-        transaction.on_commit(lambda pk=target.pk: detect_promotions.delay(pk))
+        enqueue_on_commit("memory.promotions.detect", target.pk)
     return targets
 
 

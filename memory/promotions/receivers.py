@@ -1,33 +1,27 @@
 """What the promotion feature does when other parts of the product act."""
 
-from django.db import transaction
 from django.dispatch import receiver
 from django.urls import reverse
 
-from memory.services import batch_reverted
-from memory.review_queue import count_per_memory, register_review_source
-from memory.signals import working_lessons_added
+from memory.jobs import enqueue_on_commit
+from memory.models import PromotionCandidate
+from memory.promotions.decisions import promotion_follow_revert
+from memory.review_queue import ReviewItem, count_per_memory, register_review_source
+from memory.signals import batch_reverted, working_lessons_added
 
 
 @receiver(working_lessons_added, dispatch_uid="promotions.detect_after_new_lessons")
 def detect_after_new_lessons(sender, memory_id, lesson_ids=(), **kwargs):
-    from memory.promotions.tasks import detect_promotions
-
     # The model places new lessons on the nightly run or "Detect now", not once per append.
-    transaction.on_commit(lambda: detect_promotions.delay(memory_id, False))
+    enqueue_on_commit("memory.promotions.detect", memory_id, False)
 
 
 @receiver(batch_reverted, dispatch_uid="promotions.follow_reverted_approval")
 def follow_reverted_approval(sender, batch, revert_batch, **kwargs):
-    from memory.promotions.decisions import promotion_follow_revert
-
     promotion_follow_revert(batch=batch, revert_batch=revert_batch)
 
 
 def _pending_candidates(memory):
-    from memory.models import PromotionCandidate
-    from memory.review_queue import ReviewItem
-
     qs = PromotionCandidate.objects.filter(memory=memory, status=PromotionCandidate.Status.PENDING).order_by("-id")
     return [ReviewItem(f"Promote: {c.text[:90]}", reverse("promotions:detail", args=[c.pk])) for c in qs[:20]]
 
@@ -35,7 +29,5 @@ def _pending_candidates(memory):
 @register_review_source("promotions", singular="promotion", plural="promotions", order=10,
                         list_url=lambda: reverse("promotions:inbox"), items=_pending_candidates)
 def pending_promotions_per_memory(memory_ids):
-    from memory.models import PromotionCandidate
-
     qs = PromotionCandidate.objects.filter(status=PromotionCandidate.Status.PENDING)
     return count_per_memory(qs, memory_ids)

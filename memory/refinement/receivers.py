@@ -1,13 +1,17 @@
 """Signal receivers of refinement (connected in MemoryConfig.ready)."""
 
+from django.dispatch import receiver
 from django.urls import reverse
 
-from memory.refinement.services import on_batch_reverted
 from memory.refinement.selectors import runs_needing_a_look
+from memory.refinement.services import refinement_follow_revert
 from memory.review_queue import ReviewItem, count_per_memory, register_review_source
-from memory.services import batch_reverted
+from memory.signals import batch_reverted
 
-batch_reverted.connect(on_batch_reverted, dispatch_uid="refinement_run_reverted")
+
+@receiver(batch_reverted, dispatch_uid="refinement_run_reverted")
+def follow_reverted_run(sender, batch, revert_batch, **kwargs):
+    refinement_follow_revert(batch=batch, revert_batch=revert_batch)
 
 
 def _run_items(memory):

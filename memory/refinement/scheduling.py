@@ -2,16 +2,15 @@
 
 from django.db import transaction
 
+from memory.jobs import enqueue_on_commit
 from memory.models import Lesson, LessonStatus, Memory, Tier
 from memory.refinement.services import RefinementBusy, refinement_run_create
 
 
 def refinement_start(*, memory, user=None, trigger="manual"):
     """Open a run and enqueue its execution once the run record is committed."""
-    from memory.refinement.tasks import refinement_run_task
-
     run = refinement_run_create(memory=memory, trigger=trigger, user=user)
-    transaction.on_commit(lambda: refinement_run_task.delay(run.pk))
+    enqueue_on_commit("memory.refinement.run", run.pk)
     return run
 
 

@@ -286,6 +286,7 @@ def refinement_run_revert(*, run, actor, reason=""):
     return services.batch_revert(batch=run.batch, actor=actor, reason=reason or f"Revert of refinement run #{run.pk}")
 
 
-def on_batch_reverted(sender, batch, revert_batch, **kwargs):
+def refinement_follow_revert(*, batch, revert_batch):
+    """Reverting a completed run's batch marks the run reverted."""
     RefinementRun.objects.filter(batch=batch, status=RefinementRun.Status.COMPLETED).update(
         status=RefinementRun.Status.REVERTED, current_action=f"reverted by change batch #{revert_batch.pk}")

@@ -2,25 +2,22 @@
 
 from celery import shared_task
 
+from memory.refinement.scheduling import refinement_schedule_nightly
+from memory.refinement.services import refinement_run_execute, refinement_sweep
+
 __all__ = ["refinement_run_task", "refinement_sweep_task", "refinement_nightly_task"]
 
 
-@shared_task(name="refinement.run")
+@shared_task(name="memory.refinement.run")
 def refinement_run_task(run_id):
-    from memory.refinement.services import refinement_run_execute
-
     return refinement_run_execute(run_id=run_id).status
 
 
-@shared_task(name="refinement.sweep")
+@shared_task(name="memory.refinement.sweep")
 def refinement_sweep_task():
-    from memory.refinement.services import refinement_sweep
-
     return refinement_sweep()
 
 
-@shared_task(name="refinement.nightly")
+@shared_task(name="memory.refinement.nightly")
 def refinement_nightly_task():
-    from memory.refinement.scheduling import refinement_schedule_nightly
-
     return refinement_schedule_nightly()

@@ -10,12 +10,12 @@ from django.utils import timezone
 from memory import services
 from memory.engines.base import EngineError
 from memory.engines.registry import get_engine
-from memory.models import ChangeBatch, Interaction, Lesson, LessonStatus, Memory, Tier, content_hash
+from memory.jobs import enqueue_on_commit
+from memory.models import ChangeBatch, Interaction, Memory
 from memory.reflection.parsing import ParsedLesson, ReflectionParseError, is_vague, parse_reflection
 from memory.reflection.prompts import build_reflection_prompt
 from memory.refs import parse_ref
 from memory.services import MAX_LESSON_CHARS
-from memory.signals import working_lessons_added
 from memory.textcheck import check_text
 from personas.compiler import compile_system_prompt
 
@@ -46,9 +46,7 @@ def interaction_create(*, memory, trigger_type, summary, outcome="", files_chang
         transcript=list(transcript),
         agent_token=agent_token,
     )
-    from memory.reflection.tasks import reflect_interaction
-
-    transaction.on_commit(lambda: reflect_interaction.delay(interaction.pk))
+    enqueue_on_commit("memory.reflection.reflect_interaction", interaction.pk)
     return interaction
 
 
@@ -115,48 +113,19 @@ def _store(interaction_id, parsed):
         return []  # another worker got here first
     # Lock the memory so two reflections cannot both add the same new lesson.
     memory = Memory.objects.select_for_update().get(pk=interaction.memory_id)
-    actor = services.Actor.job(f"reflection of interaction #{interaction.pk}")
-    batch = None
-    section = None
-    created, seen = [], set()
-    for item in parsed:
-        digest = content_hash(item.text)
-        if digest in seen:
-            continue
-        seen.add(digest)
-        existing = (
-            Lesson.objects.filter(
-                memory=memory, status=LessonStatus.ACTIVE, tier__in=(Tier.WORKING, Tier.CORE), content_hash=digest
-            )
-            .order_by("id")
-            .first()
-        )
-        if existing:
-            services.lesson_confirm(lesson=existing, interaction=interaction)
-            continue
-        if batch is None:
-            batch = services.batch_create(
-                memory=memory, kind=ChangeBatch.Kind.REFLECTION, actor=actor,
-                label=f"Reflection on {interaction.trigger_type}",
-                reason=f"Interaction #{interaction.pk}: {interaction.summary[:200]}",
-            )
-            section = services.next_section(memory)
-        lesson = services.lesson_create(
-            memory=memory, text=item.text, category=item.category, tier=Tier.WORKING, refs=item.refs,
-            actor=actor, batch=batch, section=section, interaction=interaction, vague=item.vague, bump=False,
-        )
-        created.append(lesson.pk)
-    if created:
-        services.memory_bump_version(memory)
+    results = services.lessons_append_or_confirm(
+        memory=memory, actor=services.Actor.job(f"reflection of interaction #{interaction.pk}"),
+        kind=ChangeBatch.Kind.REFLECTION, label=f"Reflection on {interaction.trigger_type}",
+        reason=f"Interaction #{interaction.pk}: {interaction.summary[:200]}", interaction=interaction,
+        sender=Interaction,
+        drafts=[services.LessonDraft(text=item.text, category=item.category, refs=item.refs, vague=item.vague)
+                for item in parsed],
+    )
+    created = [lesson.pk for lesson, outcome in results if outcome == "created"]
     now = timezone.now()
     interaction.status = Interaction.Status.REFLECTED
     interaction.error = ""
     interaction.reflected_at = now
     interaction.save(update_fields=["status", "error", "reflected_at"])
     Memory.objects.filter(pk=memory.pk).update(last_reflected_at=now)
-    if created:
-        memory_id = memory.pk
-        transaction.on_commit(
-            lambda: working_lessons_added.send(sender=Interaction, memory_id=memory_id, lesson_ids=list(created))
-        )
     return created

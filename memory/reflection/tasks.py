@@ -11,7 +11,7 @@ __all__ = ["reflect_interaction"]
 log = logging.getLogger(__name__)
 
 
-@shared_task(name="memory.reflect_interaction")
+@shared_task(name="memory.reflection.reflect_interaction")
 def reflect_interaction(interaction_id):
     try:
         return interaction_reflect(interaction_id=interaction_id)

@@ -1,9 +1,18 @@
 """How ref checking shows up elsewhere in the product: refs that need a decision wait for review."""
 
 from django.db.models import Count, F
+from django.dispatch import receiver
 
 from memory.refs.selectors import refs_needing_review_count
+from memory.refs.services import refs_link_anchors
 from memory.review_queue import ReviewItem, register_review_source
+from memory.signals import lesson_refs_writing
+
+
+@receiver(lesson_refs_writing, dispatch_uid="refs.link_anchors")
+def link_anchors(sender, lesson, rows, new=False, **kwargs):
+    """Every ref a lesson write stores points at its lesson's anchor for that ref."""
+    refs_link_anchors(lesson, rows, new=new)
 
 
 def _refs_to_review(memory):

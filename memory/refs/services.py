@@ -12,11 +12,14 @@ from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
+from memory import services
+from memory.jobs import enqueue_on_commit
 from memory.models import ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, RefAnchor, RefCheck
 from memory.refs.checker import Anchor, check_anchors
 from memory.refs.git import CheckoutUnavailable, Repository, has_checkout_configured
 from memory.refs.models import NEEDS_REVIEW, RefStatus
 from memory.refs.parsing import Ref
+from personas.models import Project
 
 log = logging.getLogger(__name__)
 
@@ -59,19 +62,11 @@ def refs_link_anchors(lesson, rows, *, new=False):
 
 def schedule_anchoring(memory_id, project=None):
     """After the write commits, anchor the memory's new refs, when its project (read unless given) has a checkout."""
-    from personas.models import Project
-
     if project is None:
         project = Project.objects.filter(memories__id=memory_id).only("slug", "checkout_path").first()
     if project is None or not has_checkout_configured(project):
         return
-
-    def enqueue():
-        from memory.refs.tasks import anchor_refs
-
-        anchor_refs.delay(memory_id)
-
-    transaction.on_commit(enqueue, robust=True)
+    enqueue_on_commit("memory.refs.anchor", memory_id, robust=True)
 
 
 def _link_unlinked(refs):
@@ -89,8 +84,8 @@ def _link_unlinked(refs):
     if missing:
         _insert_rows(missing)
         existing = _anchor_ids(lesson_ids)
-    _update_rows(LessonRef, ["anchor_id"], [(existing[(lesson_id, _ref_key(path, start, end))], pk)
-                                            for pk, lesson_id, path, start, end in rows])
+    services.lesson_refs_set_anchors([(existing[(lesson_id, _ref_key(path, start, end))], pk)
+                                      for pk, lesson_id, path, start, end in rows])
     return len(rows)
 
 
@@ -259,8 +254,6 @@ def _accept_moves(lesson, moved_ids, *, actor, reason, batch):
             refs.append(Ref(row.path, row.start_line, row.end_line))
     if not accepted:
         raise ValidationError("this ref has no proposed move to accept; check the refs again")
-    from memory import services
-
     services.lesson_update(lesson=lesson, actor=actor, batch=batch, refs=refs,
                            reason=reason or "Accepted moved code reference: " + "; ".join(accepted))
     return len(accepted)
@@ -291,8 +284,6 @@ def refs_accept_moved(*, memory, actor, reason=""):
     by_lesson = {}
     for lesson_id, ref_id in moved:
         by_lesson.setdefault(lesson_id, set()).add(ref_id)
-    from memory import services
-
     batch = services.batch_create(
         memory=memory, kind=ChangeBatch.Kind.MANUAL, actor=actor, reason=reason,
         label=f"Accepted {len(moved)} moved code reference{'s' if len(moved) != 1 else ''}",
@@ -306,8 +297,6 @@ def refs_accept_moved(*, memory, actor, reason=""):
 def ref_drop(*, ref, actor, reason=""):
     """Remove one ref from its lesson (recorded and revertible like any edit)."""
     ref = _locked_ref(ref)
-    from memory import services
-
     keep = [Ref(r.path, r.start_line, r.end_line) for r in _current_refs(ref.lesson) if r.pk != ref.pk]
     services.lesson_update(lesson=ref.lesson, actor=actor, refs=keep,
                            reason=reason or f"Dropped code reference {ref.as_text()} ({_status_words(ref)})")
@@ -318,8 +307,6 @@ def ref_drop(*, ref, actor, reason=""):
 def ref_retire_lesson(*, ref, actor, reason=""):
     """The code the lesson was about is gone or rewritten: retire the lesson (a soft delete, restorable)."""
     ref = _locked_ref(ref)
-    from memory import services
-
     return services.lesson_delete(lesson=ref.lesson, actor=actor,
                                   reason=reason or f"Retired: code reference {ref.as_text()} is {_status_words(ref)}")
 

@@ -450,18 +450,3 @@ def test_two_folders_of_one_memory_add_their_shared_lines_once(tmp_path):
     assert [m.created for m in report.memories] == [["persona", "project", "memory"], []]
     first, second = Lesson.objects.order_by("id")
     assert second.section > first.section  # a later import section, not merged into the first
-
-
-def test_a_value_too_long_for_its_column_is_refused_not_cut(tmp_path, monkeypatch):
-    from django.db import DataError, IntegrityError
-
-    from memory.formats import importer
-
-    if importer.connection.vendor == "sqlite":
-        pytest.skip("SQLite does not enforce varchar lengths")
-    inserter = importer._Inserter(Change, importer._CHANGE_COLUMNS, timezone.now())
-    root = write_tree(tmp_path / "agents", {"Maya/memories/app/working.md": "## 2025-01-02 [TODO]\n- [TODO] x\n"})
-    memory_import_tree(tree=read_tree(root), actor=Actor.system("tests"))
-    change = Change.objects.get()
-    with pytest.raises((DataError, IntegrityError)):
-        inserter.insert([(change.batch_id, change.memory_id, change.lesson_id, "x" * 50, "{}")])

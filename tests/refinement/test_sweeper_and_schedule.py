@@ -76,7 +76,7 @@ def test_nightly_skips_archived_inactive_and_empty(django_capture_on_commit_call
 
 def test_beat_schedule_has_nightly_and_sweeper():
     tasks = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
-    assert {"refinement.nightly", "refinement.sweep"} <= tasks
+    assert {"memory.refinement.nightly", "memory.refinement.sweep"} <= tasks
     from nightwatch.celery import app
 
-    assert "refinement.nightly" in app.tasks and "refinement.sweep" in app.tasks
+    assert "memory.refinement.nightly" in app.tasks and "memory.refinement.sweep" in app.tasks
