@@ -68,7 +68,8 @@
       .map(function (card) { return card.querySelector("input.select-candidate"); })
       .filter(Boolean);
     setSelected(boxes, true);
-    announce(boxes.length + " candidates of this memory selected. " + selectedBoxes().length + " selected.");
+    announce(boxes.length + (boxes.length === 1 ? " candidate" : " candidates") + " of this memory selected. " +
+             selectedBoxes().length + " selected.");
   }
 
   function bulkButton(action) {

@@ -42,6 +42,22 @@ def test_bulk_approve_and_bulk_reject_with_the_keyboard_alone(page, login, make_
     assert page.locator("#keys-help").evaluate("el => el.open")
     page.keyboard.press("?")
 
+    # Selection helpers: every card shown, none, every card shown of one memory (X on a card).
+    page.get_by_role("button", name="Select all shown", exact=True).click()
+    assert page.locator("#selected-count").inner_text() == "5"
+    expect(_live(page)).to_contain_text("5 candidates selected")
+    page.get_by_role("button", name="Clear selection").click()
+    assert page.locator("#selected-count").inner_text() == "0"
+    page.keyboard.press("j")
+    page.keyboard.press("X")
+    assert page.locator("#selected-count").inner_text() == "1"  # one candidate per memory here
+    expect(_live(page)).to_contain_text("1 candidate of this memory selected")
+    page.keyboard.press("x")
+    assert page.locator("#selected-count").inner_text() == "0"
+    page.locator("#keys-help summary").focus()
+    page.keyboard.press("Escape")
+    page.evaluate("document.activeElement.blur()")
+
     # j moves to the first card, then the next; the focused card is the one shown with an outline.
     page.keyboard.press("j")
     assert _focused_card(page) == f"candidate-{cands[0].pk}"
