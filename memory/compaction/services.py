@@ -268,6 +268,36 @@ def compaction_reject(*, proposal, actor, reason):
     return proposal
 
 
+def compaction_bulk_reject(*, proposal_ids, actor, reason):
+    """Reject several proposals with one reason, each through compaction_reject in its own
+    transaction: one that someone applied, rejected or that went stale meanwhile is reported and the
+    rest are rejected. Returns {"rejected": [ids], "refused": [{"id", "message"}]}. No proposal or
+    no reason raises ValidationError and changes nothing."""
+    ids = list(dict.fromkeys(int(i) for i in proposal_ids))
+    if not ids:
+        raise ValidationError("Select at least one proposal.")
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError("Say why the proposals are rejected.")
+    check_text(reason, field="reason", multiline=True, max_chars=services.REASON_MAX_CHARS)
+    found = {p.pk: p for p in CompactionProposal.objects.filter(pk__in=ids)}
+    outcome = {"rejected": [], "refused": []}
+    for pk in ids:
+        if pk not in found:
+            outcome["refused"].append({"id": pk, "message": f"Proposal #{pk} does not exist."})
+            continue
+        try:
+            compaction_reject(proposal=found[pk], actor=actor, reason=reason)
+        except CompactionError as exc:
+            now = CompactionProposal.objects.select_related("decided_by").get(pk=pk)
+            who = f" by {now.decided_by.get_username()}" if now.decided_by_id else ""
+            outcome["refused"].append({"id": pk, "message": f"Already {now.get_status_display().lower()}{who}."
+                                       if now.decided_at else str(exc)})
+        else:
+            outcome["rejected"].append(pk)
+    return outcome
+
+
 def compaction_apply(*, proposal, actor):
     """Apply a pending, valid proposal in one transaction. Returns the ChangeBatch.
 

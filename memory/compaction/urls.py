@@ -4,6 +4,7 @@ from memory.compaction import views
 
 urlpatterns = [
     path("", views.compaction_list, name="compaction-list"),
+    path("reject/", views.compaction_bulk_reject_view, name="compaction-bulk-reject"),
     path("<int:pk>/", views.compaction_detail, name="compaction-detail"),
     path("<int:pk>/apply/", views.compaction_apply_view, name="compaction-apply"),
     path("<int:pk>/reject/", views.compaction_reject_view, name="compaction-reject"),

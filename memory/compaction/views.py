@@ -14,6 +14,7 @@ from memory.compaction import selectors
 from memory.compaction.services import (
     CompactionError,
     compaction_apply,
+    compaction_bulk_reject,
     compaction_line_update,
     compaction_mark_stale,
     compaction_needed,
@@ -50,6 +51,29 @@ def compaction_list(request):
         "can_approve": request.user.has_perm(APPROVE),
     }
     return TemplateResponse(request, "memory/compaction/list.html", context)
+
+
+@require_POST
+@approver_required
+def compaction_bulk_reject_view(request):
+    """Reject the selected proposals with one reason; the list says which went and which could not."""
+    from memory.textcheck import bounded_id
+
+    ids = [bounded_id(raw) for raw in request.POST.getlist("proposal")]
+    try:
+        if any(i is None for i in ids):
+            raise ValidationError("the selection holds something that is not a proposal number.")
+        outcome = compaction_bulk_reject(proposal_ids=ids, actor=Actor.for_user(request.user),
+                                         reason=request.POST.get("reason", ""))
+    except ValidationError as exc:
+        messages.error(request, "Nothing was rejected: " + " ".join(exc.messages))
+    else:
+        if outcome["rejected"]:
+            messages.success(request, f"Rejected {len(outcome['rejected'])} of {len(ids)}: "
+                             + ", ".join(f"#{pk}" for pk in outcome["rejected"]) + ". Working memory is unchanged.")
+        for item in outcome["refused"]:
+            messages.warning(request, f"#{item['id']} not rejected: {item['message']}")
+    return redirect("compaction-list")
 
 
 def _review_context(request, pk, **extra):

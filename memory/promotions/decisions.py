@@ -1,21 +1,37 @@
-"""A person's decisions on a candidate: approve it exactly once, reject it, and follow its revert."""
+"""A person's decisions on a candidate: approve it exactly once, reject it, decide several at once
+(each through the single path), and follow its revert."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from memory import services
-from memory.models import ActorType, ChangeBatch, Lesson, LessonStatus, PromotionCandidate, Relevance, Tier
+from memory.models import (
+    ActorType,
+    ChangeBatch,
+    Lesson,
+    LessonStatus,
+    PromotionBulkDecision,
+    PromotionCandidate,
+    Relevance,
+    Tier,
+)
 from memory.promotions.candidates import PromotionError, Status, from_reflector
+from memory.promotions.detection_runs import promotion_detect_request
 from memory.promotions.selectors import core_usage_after
 from memory.roles import APPROVE
 from memory.textcheck import check_text
 
 
 class AlreadyDecided(PromotionError):
-    pass
+    """Someone decided it first; status and by say how and who (for a bulk decision's report)."""
+
+    def __init__(self, message, *, status="", by=""):
+        super().__init__(message)
+        self.status = status
+        self.by = by
 
 
 class NeedsReview(PromotionError):
@@ -47,6 +63,11 @@ def _describe_decision(candidate):
     return "This proposal was superseded by a newer one; review that one instead."
 
 
+def _already_decided(candidate):
+    return AlreadyDecided(_describe_decision(candidate), status=candidate.status,
+                          by=candidate.decided_by_label or "someone")
+
+
 def _require_approver(actor):
     if actor.type != ActorType.USER or actor.user is None or not actor.user.has_perm(APPROVE):
         raise PermissionDenied("Only a signed-in person with the approver role can decide promotions.")
@@ -73,7 +94,7 @@ def _highest_relevance(lessons):
 
 
 @transaction.atomic
-def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, reason=""):
+def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, reason="", bulk=None):
     """Create the core lesson and retire its supporting lessons, as one revertible batch, exactly once.
 
     The candidate row is locked first, so of two approvers clicking together one creates the
@@ -82,7 +103,7 @@ def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, 
     _require_approver(actor)
     candidate = PromotionCandidate.objects.select_for_update().select_related("memory").get(pk=candidate.pk)
     if candidate.status != Status.PENDING:
-        raise AlreadyDecided(_describe_decision(candidate))
+        raise _already_decided(candidate)
     memory = candidate.memory
     final_text = candidate.text if text is None else text.strip()
     final_category = candidate.category if category is None else category
@@ -104,7 +125,8 @@ def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, 
         )
     batch = services.batch_create(
         memory=memory, kind=ChangeBatch.Kind.PROMOTION, actor=actor, reason=reason,
-        label=f"Promotion #{candidate.pk}: {final_text[:120]}",
+        label=(f"Promotion #{candidate.pk}" + (f" (bulk approval #{bulk.pk})" if bulk else "")
+               + f": {final_text[:120]}"),
     )
     core = services.lesson_create(
         memory=memory, tier=Tier.CORE, category=final_category, text=final_text, refs=final_refs,
@@ -118,7 +140,7 @@ def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, 
     now = timezone.now()
     updated = PromotionCandidate.objects.filter(pk=candidate.pk, status=Status.PENDING).update(
         status=Status.APPROVED, decided_by=actor.user, decided_by_label=actor.label[:200], decided_at=now,
-        core_lesson=core, batch=batch, edited=edited, reason=reason,
+        core_lesson=core, batch=batch, edited=edited, reason=reason, bulk=bulk,
     )
     if updated != 1:  # belt and braces for databases without row locks
         raise AlreadyDecided("This promotion was already decided by someone else.")
@@ -129,23 +151,99 @@ def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, 
 
 
 @transaction.atomic
-def promotion_reject(*, candidate, actor, reason):
+def promotion_reject(*, candidate, actor, reason, bulk=None):
     """Record who rejected the proposal and why; its lessons stay in working memory."""
     _require_approver(actor)
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError({"reason": "Say why the proposal is rejected; the reason is kept with the decision."})
-    reason = check_text(reason, field="reason", multiline=True, max_chars=services.REASON_MAX_CHARS)
+    reason = _clean_reject_reason(reason)
     candidate = PromotionCandidate.objects.select_for_update().get(pk=candidate.pk)
     if candidate.status != Status.PENDING:
-        raise AlreadyDecided(_describe_decision(candidate))
+        raise _already_decided(candidate)
     candidate.status = Status.REJECTED
     candidate.decided_by = actor.user
     candidate.decided_by_label = actor.label[:200]
     candidate.decided_at = timezone.now()
     candidate.reason = reason
-    candidate.save(update_fields=["status", "decided_by", "decided_by_label", "decided_at", "reason"])
+    candidate.bulk = bulk
+    candidate.save(update_fields=["status", "decided_by", "decided_by_label", "decided_at", "reason", "bulk"])
     return candidate
+
+
+def _clean_reject_reason(reason):
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": "Say why the proposal is rejected; the reason is kept with the decision."})
+    return check_text(reason, field="reason", multiline=True, max_chars=services.REASON_MAX_CHARS)
+
+
+BULK_MAX = 500
+
+
+@dataclass
+class BulkOutcome:
+    """How each candidate of a bulk decision went: decided, already decided by someone else, held back
+    because its supporting lessons changed, or refused for another reason. Each entry: {id, message}."""
+
+    bulk: PromotionBulkDecision
+    decided: list = field(default_factory=list)
+    already: list = field(default_factory=list)
+    changed: list = field(default_factory=list)
+    refused: list = field(default_factory=list)
+
+    def as_json(self):
+        return {"decided": self.decided, "already": self.already, "changed": self.changed, "refused": self.refused}
+
+
+def promotion_bulk_decide(*, candidate_ids, actor, action, reason=""):
+    """Approve or reject several candidates, each through the single-candidate path in its own
+    transaction and batch, so each is decided exactly once (its row lock) and any one can be
+    reverted alone; the lot is recorded as one PromotionBulkDecision.
+
+    Not atomic as a whole on purpose: of two leads deciding overlapping selections at once, each
+    gets the candidates nobody decided first, and is told which were already decided and by whom,
+    and which could not go because a supporting lesson changed. A bad request (no candidate, an
+    unknown action, a rejection without a reason) raises ValidationError and changes nothing.
+    """
+    _require_approver(actor)
+    if action not in PromotionBulkDecision.Action.values:
+        raise ValidationError({"action": "Choose approve or reject."})
+    ids = list(dict.fromkeys(int(i) for i in candidate_ids))
+    if not ids:
+        raise ValidationError({"candidates": "Select at least one candidate."})
+    if len(ids) > BULK_MAX:
+        raise ValidationError({"candidates": f"Decide at most {BULK_MAX} candidates at once."})
+    reject = action == PromotionBulkDecision.Action.REJECT
+    reason = _clean_reject_reason(reason) if reject else ""
+    bulk = PromotionBulkDecision.objects.create(
+        action=action, reason=reason, decided_by=actor.user, decided_by_label=actor.label[:200], requested=ids,
+    )
+    outcome = BulkOutcome(bulk=bulk)
+    found = {c.pk: c for c in PromotionCandidate.objects.filter(pk__in=ids).select_related("memory")}
+    to_refresh = {}
+    for pk in ids:
+        candidate = found.get(pk)
+        if candidate is None:
+            outcome.refused.append({"id": pk, "message": f"Candidate #{pk} does not exist."})
+            continue
+        try:
+            if reject:
+                promotion_reject(candidate=candidate, actor=actor, reason=reason, bulk=bulk)
+            else:
+                promotion_approve(candidate=candidate, actor=actor, bulk=bulk)
+        except AlreadyDecided as exc:
+            outcome.already.append({"id": pk, "status": exc.status, "by": exc.by, "message": str(exc)})
+        except NeedsReview as exc:
+            outcome.changed.append({"id": pk, "message": str(exc)})
+            to_refresh[candidate.memory_id] = candidate.memory
+        except ValidationError as exc:
+            outcome.refused.append({"id": pk, "message": " ".join(exc.messages)})
+        else:
+            outcome.decided.append(pk)
+    bulk.outcome = outcome.as_json()
+    bulk.save(update_fields=["outcome"])
+    for memory in to_refresh.values():
+        # As after a single approval that needs review: an up-to-date proposal to look at.
+        promotion_detect_request(memory=memory)
+    return outcome
 
 
 def promotion_follow_revert(*, batch, revert_batch):

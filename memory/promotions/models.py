@@ -4,7 +4,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-__all__ = ["PromotionCandidate", "ModelGroup", "ModelPlacement", "DetectionRun"]
+__all__ = ["PromotionCandidate", "PromotionBulkDecision", "ModelGroup", "ModelPlacement", "DetectionRun"]
 
 
 class PromotionCandidate(models.Model):
@@ -56,10 +56,18 @@ class PromotionCandidate(models.Model):
     revert_batch = models.ForeignKey(
         "memory.ChangeBatch", null=True, blank=True, on_delete=models.SET_NULL, related_name="reverted_promotions"
     )
+    # The bulk decision it was decided in, if any; it still has its own batch, revertible alone.
+    bulk = models.ForeignKey(
+        "memory.PromotionBulkDecision", null=True, blank=True, on_delete=models.SET_NULL, related_name="candidates"
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["memory", "status"], name="promotion_memory_status")]
+        indexes = [
+            models.Index(fields=["memory", "status"], name="promotion_memory_status"),
+            # The inbox pages through pending candidates oldest first.
+            models.Index(fields=["status", "created_at", "id"], name="promotion_status_waiting"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(status__in=["pending", "approved", "rejected", "superseded", "reverted"]),
@@ -75,6 +83,11 @@ class PromotionCandidate(models.Model):
         return self.status == self.Status.PENDING
 
     @property
+    def supporting_count(self):
+        """How many lessons back it, read from its evidence so a card needs no query for it."""
+        return len(self.evidence.get("lessons", ()))
+
+    @property
     def from_pipeline(self):
         """A reflection of the observation pipeline, not a lesson found recurring on distinct dates."""
         return self.evidence.get("source") == "reflector"
@@ -82,6 +95,36 @@ class PromotionCandidate(models.Model):
     @property
     def pipeline_run_id(self):
         return self.evidence.get("run")
+
+
+class PromotionBulkDecision(models.Model):
+    """One approval or rejection of several candidates at once, listed as one action in history.
+
+    Each candidate it decided keeps its own batch (revertible alone); this row records what was
+    asked and how each part went."""
+
+    class Action(models.TextChoices):
+        APPROVE = "approve", "Bulk approval"
+        REJECT = "reject", "Bulk rejection"
+
+    action = models.CharField(max_length=10, choices=Action.choices)
+    reason = models.TextField(blank=True)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    decided_by_label = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    requested = models.JSONField(default=list, help_text="Candidate ids asked for.")
+    # {"decided": [ids], "already": [{"id", "message"}], "changed": [{"id", "message"}], "refused": [...]}
+    outcome = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"{self.get_action_display()} #{self.pk} of {len(self.requested)} candidates"
+
+    @property
+    def decided_count(self):
+        return len(self.outcome.get("decided", ()))
 
 
 class ModelGroup(models.Model):

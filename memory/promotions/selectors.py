@@ -2,12 +2,22 @@
 
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import timedelta
 
-from django.db.models import Prefetch
+from django.core.paginator import Paginator
+from django.db.models import Exists, OuterRef, Prefetch
 from django.utils import timezone
 
 from memory.formats.lines import core_line, render_core
-from memory.models import Lesson, LessonConfirmation, LessonRef, LessonStatus, PromotionCandidate, Tier
+from memory.models import (
+    Lesson,
+    LessonConfirmation,
+    LessonRef,
+    LessonStatus,
+    PromotionBulkDecision,
+    PromotionCandidate,
+    Tier,
+)
 from memory.refs import parse_ref_list
 
 Status = PromotionCandidate.Status
@@ -58,26 +68,86 @@ def _proposed_line_chars(candidate):
     return len(core_line(candidate.category, candidate.text, refs, timezone.localdate())) + 1
 
 
-def candidates_for_review(*, statuses=(Status.PENDING,), memory_ids=None, pks=None, limit=None):
-    """Candidates with everything the inbox shows: supporting lessons (refs, confirmations) and the
-    core budget of their memory after promotion. Five queries, however many candidates."""
-    qs = (
-        PromotionCandidate.objects.filter(status__in=statuses)
-        .select_related("memory__persona", "memory__project", "decided_by", "core_lesson")
-        .prefetch_related(
-            Prefetch(
-                "supporting",
-                queryset=Lesson.objects.select_related("interaction")
-                .prefetch_related(
-                    Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id")),
-                    Prefetch("confirmations", queryset=LessonConfirmation.objects.order_by("confirmed_on", "id")),
-                )
-                .order_by("lesson_date", "id"),
-            ),
-            Prefetch("core_lesson__refs", queryset=LessonRef.objects.order_by("position", "id")),
-        )
-        .order_by("created_at", "id")
+# --- the inbox: one scoped queryset, paged oldest-waiting first ----------------------------------
+
+INBOX_PAGE_SIZE = 20
+KINDS = {"recurring": "Recurring lessons", "reflection": "Pipeline reflections"}
+AGES = {1: "a day or more", 7: "a week or more", 30: "30 days or more"}
+
+
+@dataclass(frozen=True)
+class InboxFilters:
+    """What the inbox shows: every field optional; ids are trusted to be whole numbers."""
+
+    persona: int | None = None
+    project: int | None = None
+    memory: int | None = None
+    kind: str = ""
+    min_age_days: int | None = None
+
+    @property
+    def active(self):
+        return any((self.persona, self.project, self.memory, self.kind, self.min_age_days))
+
+
+def inbox_candidates(*, filters=None, statuses=(Status.PENDING,)):
+    """Every read of candidates from the inbox (cards, bulk decisions, lazily loaded lessons) starts
+    here, so that scoping what a person may see is one filter in one place."""
+    qs = PromotionCandidate.objects.filter(status__in=statuses)
+    # Team scoping goes here, e.g. qs = qs.filter(memory__project__team__in=teams).
+    filters = filters or InboxFilters()
+    if filters.persona:
+        qs = qs.filter(memory__persona_id=filters.persona)
+    if filters.project:
+        qs = qs.filter(memory__project_id=filters.project)
+    if filters.memory:
+        qs = qs.filter(memory_id=filters.memory)
+    if filters.kind == "reflection":
+        qs = qs.filter(evidence__source="reflector")
+    elif filters.kind == "recurring":
+        qs = qs.exclude(evidence__source="reflector")
+    if filters.min_age_days:
+        qs = qs.filter(created_at__lte=timezone.now() - timedelta(days=filters.min_age_days))
+    return qs.order_by("created_at", "id")
+
+
+def inbox_page(*, filters=None, page=1, per_page=None):
+    """One page of pending candidates, oldest waiting first, as cards without their supporting
+    lessons (those load when a card is opened). Reads a count, the page's rows and the core lessons
+    of the page's memories: what it reads is bounded by the page size, not by how many wait."""
+    qs = inbox_candidates(filters=filters).select_related("memory__persona", "memory__project")
+    paginator = Paginator(qs, per_page or INBOX_PAGE_SIZE)
+    current = paginator.get_page(page)
+    current.object_list = _with_budgets(list(current.object_list))
+    return current
+
+
+def recent_decisions(*, filters=None, limit=10):
+    """The latest decided candidates, newest first, with what the table shows (no supporting lessons)."""
+    return list(
+        inbox_candidates(filters=filters, statuses=(Status.APPROVED, Status.REJECTED, Status.REVERTED))
+        .select_related("memory__persona", "memory__project", "core_lesson", "bulk")
+        .order_by("-decided_at", "-id")[:limit]
     )
+
+
+def recent_bulk_decisions(*, limit=5):
+    """The latest bulk decisions that decided a candidate this person can see, newest first."""
+    seen = inbox_candidates(statuses=Status.values).filter(bulk=OuterRef("pk"))
+    return list(PromotionBulkDecision.objects.filter(Exists(seen)).order_by("-created_at", "-id")[:limit])
+
+
+def candidates_for_review(*, statuses=(Status.PENDING,), memory_ids=None, pks=None, limit=None, with_lessons=True):
+    """Candidates with everything a card shows: supporting lessons (refs, confirmations; with
+    with_lessons) and the core budget of their memory after promotion. Five queries, however many
+    candidates."""
+    qs = (
+        inbox_candidates(statuses=statuses)
+        .select_related("memory__persona", "memory__project", "decided_by", "core_lesson")
+        .prefetch_related(Prefetch("core_lesson__refs", queryset=LessonRef.objects.order_by("position", "id")))
+    )
+    if with_lessons:
+        qs = qs.prefetch_related(Prefetch("supporting", queryset=supporting_lessons()))
     if memory_ids is not None:
         qs = qs.filter(memory_id__in=memory_ids)
     if pks is not None:
@@ -85,6 +155,25 @@ def candidates_for_review(*, statuses=(Status.PENDING,), memory_ids=None, pks=No
     if limit:
         qs = qs.order_by("-decided_at", "-id")[:limit]
     candidates = list(qs)
+    for candidate in candidates:
+        candidate.lessons_loaded = with_lessons
+    return _with_budgets(candidates)
+
+
+def supporting_lessons():
+    """A candidate's supporting lessons as its card lists them, oldest first."""
+    return (
+        Lesson.objects.select_related("interaction")
+        .prefetch_related(
+            Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id")),
+            Prefetch("confirmations", queryset=LessonConfirmation.objects.order_by("confirmed_on", "id")),
+        )
+        .order_by("lesson_date", "id")
+    )
+
+
+def _with_budgets(candidates):
+    """Sets candidate.budget: the core characters of its memory now and after approving it."""
     if not candidates:
         return candidates
     memory_ids = {c.memory_id for c in candidates}

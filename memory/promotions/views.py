@@ -11,22 +11,26 @@ from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
-from memory.models import CORE_CATEGORIES, Memory, PromotionCandidate
+from memory.models import CORE_CATEGORIES, Memory, PromotionBulkDecision, PromotionCandidate
 from memory.promotions import selectors
 from memory.promotions.services import (
     AlreadyDecided,
     NeedsReview,
     detection_status,
     promotion_approve,
+    promotion_bulk_decide,
     promotion_detect_request,
     promotion_reject,
 )
 from memory.roles import APPROVE, approver_required, viewer_required
 from memory.services import Actor
 from memory.textcheck import bounded_id
+from personas.models import Persona, Project
 
 Status = PromotionCandidate.Status
 RECENT_DECISIONS = 10
+RECENT_BULK = 5
+DETECTION_ROWS = 10
 
 
 def _memory_filter(request):
@@ -43,26 +47,80 @@ def _context(request, **extra):
     return {"can_approve": request.user.has_perm(APPROVE), "core_categories": CORE_CATEGORIES, **extra}
 
 
+def _inbox_filters(request):
+    """The inbox's filters from the query string, and a sentence for each value that was not understood
+    (that filter is then left out, so a bad link still shows the inbox)."""
+    errors = []
+
+    def whole(name, label):
+        raw = request.GET.get(name, "")
+        if not raw:
+            return None
+        value = bounded_id(raw)
+        if value is None:
+            errors.append(f"The {label} filter “{raw[:40]}” is not one of the choices; it is not applied.")
+        return value
+
+    kind = request.GET.get("kind", "")
+    if kind and kind not in selectors.KINDS:
+        errors.append(f"The kind filter “{kind[:40]}” is not one of the choices; it is not applied.")
+        kind = ""
+    age = whole("age", "waiting time")
+    if age is not None and age not in selectors.AGES:
+        errors.append(f"The waiting time filter “{age}” is not one of the choices; it is not applied.")
+        age = None
+    filters = selectors.InboxFilters(persona=whole("persona", "persona"), project=whole("project", "project"),
+                                     kind=kind, min_age_days=age)
+    return filters, errors
+
+
+def _detection_rows(memory, cards):
+    """Recent detection runs of the memories on this page (or the filtered one), newest first: what
+    the page reads stays bounded by its size, however many memories there are."""
+    memories = {c.memory_id: c.memory for c in cards}
+    if memory:
+        memories[memory.pk] = memory
+    status = detection_status(list(memories))
+    latest = sorted(status.items(), key=lambda item: item[1]["at"], reverse=True)[:DETECTION_ROWS]
+    return [{"memory": f"{memories[pk].persona.name} × {memories[pk].project.name}", **row} for pk, row in latest]
+
+
 @viewer_required
 def inbox(request):
     memory = _memory_filter(request)
-    memory_ids = [memory.pk] if memory else None
-    pending = selectors.candidates_for_review(memory_ids=memory_ids)
-    decided = selectors.candidates_for_review(
-        statuses=(Status.APPROVED, Status.REJECTED, Status.REVERTED), memory_ids=memory_ids, limit=RECENT_DECISIONS
-    )
-    memories = list(Memory.objects.select_related("persona", "project").order_by("persona__name", "project__name"))
-    status = detection_status([m.pk for m in memories if memory is None or m.pk == memory.pk])
-    runs = [{"memory": f"{m.persona.name} × {m.project.name}", **status[m.pk]} for m in memories if m.pk in status]
+    filters, filter_errors = _inbox_filters(request)
+    if memory:
+        filters = selectors.InboxFilters(**{**filters.__dict__, "memory": memory.pk})
+    page = selectors.inbox_page(filters=filters, page=request.GET.get("page") or 1)
+    query = request.GET.copy()
+    query.pop("page", None)
+    runs = _detection_rows(memory, page.object_list)
     return TemplateResponse(
         request,
         "memory/promotions/inbox.html",
-        _context(request, pending=pending, decided=decided, memory=memory, memories=memories,
-                 recurring=[c for c in pending if not c.from_pipeline],
-                 reflections=[c for c in pending if c.from_pipeline],
+        _context(request, page=page, pending=page.object_list, filters=filters, filter_errors=filter_errors,
+                 memory=memory, query=query.urlencode(),
+                 personas=Persona.objects.order_by("name").values_list("pk", "name"),
+                 projects=Project.objects.order_by("name").values_list("pk", "name"),
+                 kinds=selectors.KINDS, ages=selectors.AGES,
+                 decided=selectors.recent_decisions(filters=filters, limit=RECENT_DECISIONS),
+                 bulk_decisions=selectors.recent_bulk_decisions(limit=RECENT_BULK),
                  detection_status=runs,
                  detection_running=any(r["state"] in ("queued", "running") for r in runs)),
     )
+
+
+@viewer_required
+def supporting(request, pk):
+    """A card's supporting lessons, loaded when the card is opened; without htmx, the candidate's page."""
+    if not request.htmx:
+        return redirect("promotions:detail", pk=pk)
+    candidate = selectors.inbox_candidates(statuses=Status.values).select_related("memory__project").filter(pk=pk).first()
+    if candidate is None:
+        raise Http404("No such promotion candidate")
+    lessons = list(selectors.supporting_lessons().filter(promotion_candidates=candidate))
+    return TemplateResponse(request, "memory/promotions/inbox.html#supporting-table",
+                            {"candidate": candidate, "lessons": lessons})
 
 
 @viewer_required
@@ -75,14 +133,15 @@ def candidate_detail(request, pk):
 
 def _card_response(request, pk, *, error="", warning="", success=""):
     """htmx: the candidate's card in its new state, plus the nav badge out of band."""
-    candidate = selectors.candidate_for_review(pk)
+    on_detail = request.POST.get("next") == "detail"
+    (candidate,) = selectors.candidates_for_review(statuses=Status.values, pks=[pk], with_lessons=on_detail)
     # A refused edit comes back with the reviewer's own text, not the proposal.
     draft = request.POST if error and request.POST.get("edit") == "1" else None
     return TemplateResponse(
         request,
         "memory/promotions/inbox.html#card-response",
         _context(request, candidate=candidate, error=error, warning=warning, success=success,
-                 pending_count=selectors.pending_count(), on_detail=request.POST.get("next") == "detail",
+                 pending_count=selectors.pending_count(), on_detail=on_detail,
                  draft=draft),
     )
 
@@ -150,6 +209,61 @@ def reject(request, pk):
     except ValidationError as exc:
         return _after_decision(request, pk, error=f"Not rejected: {_validation_text(exc)}")
     return _after_decision(request, pk, success="Rejected. Its lessons stay in working memory.")
+
+
+@require_POST
+@approver_required
+def bulk_decide(request):
+    """Approve or reject the selected candidates; htmx gets the outcome and each card in its new
+    state, a plain form post a message and the inbox again."""
+    raw_ids = request.POST.getlist("candidate")
+    ids = [bounded_id(raw) for raw in raw_ids]
+    outcome, error = None, ""
+    if any(i is None for i in ids):
+        error = "Nothing was decided: the selection holds something that is not a candidate number."
+    else:
+        # Only candidates this person can see in the inbox; others answer as if they did not exist.
+        visible = set(selectors.inbox_candidates(statuses=Status.values).filter(pk__in=ids).values_list("pk", flat=True))
+        ids = [i if i in visible else -i for i in ids]
+        try:
+            outcome = promotion_bulk_decide(candidate_ids=[i for i in ids if i > 0], actor=Actor.for_user(request.user),
+                                            action=request.POST.get("action", ""), reason=request.POST.get("reason", ""))
+        except ValidationError as exc:
+            error = f"Nothing was decided: {_validation_text(exc)}"
+        else:
+            outcome.refused.extend({"id": -i, "message": f"Candidate #{-i} does not exist."} for i in ids if i < 0)
+    if request.htmx:
+        cards = selectors.candidates_for_review(statuses=Status.values, pks=[i for i in ids if i and i > 0],
+                                                with_lessons=False) if outcome else []
+        return TemplateResponse(
+            request, "memory/promotions/inbox.html#bulk-response",
+            _context(request, outcome=outcome, bulk_error=error, cards=cards, oob=True,
+                     pending_count=selectors.pending_count()),
+        )
+    if error:
+        messages.error(request, error)
+    else:
+        _bulk_messages(request, outcome)
+    url = redirect("promotions:inbox")
+    next_query = request.POST.get("next", "")
+    if next_query and "\n" not in next_query and "\r" not in next_query:
+        url["Location"] += "?" + next_query
+    return url
+
+
+def _bulk_messages(request, outcome):
+    verb = "Approved" if outcome.bulk.action == PromotionBulkDecision.Action.APPROVE else "Rejected"
+    decided = ", ".join(f"#{pk}" for pk in outcome.decided)
+    messages.success(request, f"{verb} {len(outcome.decided)} of {len(outcome.bulk.requested)}"
+                              + (f": {decided}." if decided else "."))
+    if outcome.already:
+        messages.warning(request, "Already decided by someone else: " + ", ".join(
+            f"#{item['id']} ({item['status']} by {item['by']})" for item in outcome.already) + ".")
+    if outcome.changed:
+        messages.warning(request, "Not approved because a supporting lesson changed since it was proposed: "
+                         + ", ".join(f"#{item['id']}" for item in outcome.changed) + ". Review them again.")
+    for item in outcome.refused:
+        messages.error(request, f"#{item['id']}: {item['message']}")
 
 
 @require_POST

@@ -7,7 +7,7 @@ unanchored until a check can read the code.
 
 import logging
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
@@ -309,6 +309,62 @@ def ref_retire_lesson(*, ref, actor, reason=""):
     ref = _locked_ref(ref)
     return services.lesson_delete(lesson=ref.lesson, actor=actor,
                                   reason=reason or f"Retired: code reference {ref.as_text()} is {_status_words(ref)}")
+
+
+REF_BULK_ACTIONS = {"drop": "Drop the refs", "retire": "Retire their lessons"}
+
+
+def refs_bulk_decide(*, memory, ref_ids, action, actor, reason=""):
+    """Drop the selected refs (action "drop") or retire the lessons they belong to ("retire").
+
+    Each lesson is edited in its own transaction, as its own change, so any one can be reverted
+    alone; a lesson whose refs changed since they were selected (someone edited it, or a check
+    moved them) or that is no longer active is reported and left as it is, and the rest go.
+    Returns {"done": [ref ids], "refused": [{"id", "message"}]}. An unknown action or an empty
+    selection raises ValidationError and changes nothing."""
+    if action not in REF_BULK_ACTIONS:
+        raise ValidationError("Choose to drop the refs or to retire their lessons.")
+    ids = list(dict.fromkeys(int(i) for i in ref_ids))
+    if not ids:
+        raise ValidationError("Select at least one ref.")
+    by_lesson = {}
+    found = dict(LessonRef.objects.filter(pk__in=ids, lesson__memory=memory).values_list("id", "lesson_id"))
+    outcome = {"done": [], "refused": []}
+    for pk in ids:
+        if pk in found:
+            by_lesson.setdefault(found[pk], []).append(pk)
+        else:
+            outcome["refused"].append({"id": pk, "message": "This ref is no longer there: its lesson was edited "
+                                                            "meanwhile. Review it again."})
+    for lesson_id, selected in by_lesson.items():
+        try:
+            _bulk_one_lesson(lesson_id, selected, action=action, actor=actor, reason=reason)
+        except (ValidationError, PermissionDenied) as exc:
+            message = " ".join(getattr(exc, "messages", None) or [str(exc)])
+            outcome["refused"].extend({"id": pk, "message": message} for pk in selected)
+        else:
+            outcome["done"].extend(selected)
+    return outcome
+
+
+@transaction.atomic
+def _bulk_one_lesson(lesson_id, selected, *, action, actor, reason):
+    from memory import services
+
+    lesson = Lesson.objects.select_for_update().get(pk=lesson_id)
+    if lesson.status != LessonStatus.ACTIVE:
+        raise ValidationError(f"Its lesson #{lesson.pk} is {lesson.get_status_display().lower()} already.")
+    current = _current_refs(lesson)
+    if not set(selected) <= {r.pk for r in current}:
+        raise ValidationError(f"The refs of lesson #{lesson.pk} changed meanwhile. Review it again.")
+    chosen = [r for r in current if r.pk in selected]
+    words = ", ".join(f"{r.as_text()} ({_status_words(r)})" for r in chosen)
+    if action == "drop":
+        keep = [Ref(r.path, r.start_line, r.end_line) for r in current if r.pk not in selected]
+        services.lesson_update(lesson=lesson, actor=actor, refs=keep,
+                               reason=reason or f"Dropped code reference{'s' if len(chosen) > 1 else ''} {words}")
+    else:
+        services.lesson_delete(lesson=lesson, actor=actor, reason=reason or f"Retired: code reference {words}")
 
 
 def _status_words(ref):

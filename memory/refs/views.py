@@ -79,3 +79,29 @@ def refs_accept_moved(request, memory_id):
     else:
         messages.success(request, f"{batch.label}, as one change you can revert from history.")
     return _back_to_memory(request, memory_id)
+
+
+@require_POST
+@curator_required
+def refs_bulk(request, memory_id):
+    """Drop the selected refs, or retire their lessons; each lesson is its own revertible change."""
+    from memory.textcheck import bounded_id
+
+    memory = get_object_or_404(Memory, pk=memory_id)
+    ids = [bounded_id(raw) for raw in request.POST.getlist("ref")]
+    try:
+        if any(i is None for i in ids):
+            raise ValidationError("the selection holds something that is not a ref number.")
+        outcome = services.refs_bulk_decide(memory=memory, ref_ids=ids, action=request.POST.get("action", ""),
+                                            actor=actor_for(request), reason=reason_from(request))
+    except ValidationError as exc:
+        messages.error(request, "Nothing was changed: " + " ".join(error_messages(exc)))
+    else:
+        done = len(outcome["done"])
+        if done:
+            what = "dropped" if request.POST.get("action") == "drop" else "retired with their lessons"
+            messages.success(request, f"{done} of {len(ids)} ref{'s' if len(ids) != 1 else ''} {what}. "
+                                      "Each lesson's edit is in its history and can be reverted alone.")
+        for item in outcome["refused"]:
+            messages.warning(request, f"Ref #{item['id']} left as it is: {item['message']}")
+    return _back_to_memory(request, memory_id)

@@ -82,3 +82,11 @@ def test_compaction_benchmark_times_apply_with_and_without_appended_lessons(regi
     from memory.models import Lesson
 
     assert not Lesson.objects.exists()  # everything it wrote was rolled back
+
+
+def test_inbox_benchmark_reports_its_figures(registry, settings, tmp_path):
+    settings.DEMO_CHECKOUT_DIR = str(tmp_path / "demo")
+    out = _run("--only", "inbox", "--scale", "0.02")
+    assert "inbox on the demo data" in out and "pending over 10 more memories" in out
+    assert "time with many pending ÷ time on the demo data" in out
+    assert "(target ≤ 0 queries: ok)" in out and "(target ≤ 1024 KiB: ok)" in out
