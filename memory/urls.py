@@ -9,4 +9,5 @@ urlpatterns = [
     path("llm/", include("memory.engines.urls")),
     path("pipeline/", include("memory.pipeline.urls")),
     path("refs/", include("memory.refs.urls")),
+    path("file-conflicts/", include("memory.sync.urls")),
 ]
