@@ -136,7 +136,7 @@ def test_query_count_does_not_grow_with_lessons(client_for, viewer, memory, djan
     with django_assert_num_queries(20):  # this first page holds core lessons only: no coverage queries
         assert client.get(url(memory, "path=src/")).status_code == 200
     # Budget state is cached per memory version: an unchanged memory skips those six queries.
-    with django_assert_num_queries(13):
+    with django_assert_num_queries(14):
         assert client.get(url(memory)).status_code == 200
 
 
