@@ -317,13 +317,17 @@ def _prev_tail(folder_path, name, prev, intake):
 
 
 def _stored_counts(memory, exclude):
-    """Counters of stored lessons (any status but a reverted creation) as import matches them."""
+    """Counters of stored lessons (any status but a reverted creation) as import matches them.
+
+    An active lesson in `exclude` already stands for another line of the file, so it matches no new
+    line; an inactive one still does (its own line leaves the file on this pass's write).
+    """
     full, content = Counter(), Counter()
     rows = Lesson.objects.filter(memory=memory).exclude(
         status=LessonStatus.DELETED, changes__action=Change.Action.CREATE, changes__reverted_by__isnull=False
-    ).values_list("id", "tier", "category", "lesson_date", "content_hash", "unparsed")
-    for pk, tier, category, day, digest, unparsed in rows:
-        if pk in exclude:
+    ).values_list("id", "tier", "category", "lesson_date", "content_hash", "unparsed", "status")
+    for pk, tier, category, day, digest, unparsed, status in rows:
+        if pk in exclude and status == LessonStatus.ACTIVE:
             continue
         key = (tier, unparsed, category, digest)
         content[key] += 1
