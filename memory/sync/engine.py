@@ -79,6 +79,7 @@ class FolderResult:
     conflicts: int = 0  # new conflicts this pass
     waiting: int = 0  # conflicts waiting for a person
     skipped: bool = False  # unchanged: only stat-ed
+    retries: int = 0  # attempts read again because a file changed under them
     error: str = ""
     batch_ids: list = field(default_factory=list)
 
@@ -584,7 +585,9 @@ def sync_one(synced, path, result, *, today=None):
         try:
             done = _attempt(synced, path, delta, today or timezone.localdate())
         except _Raced:
+            result.retries += 1
             continue
+        result.retries += 0 if done else 1
         result.taken_in += delta.taken_in
         result.removed += delta.removed
         result.conflicts += delta.conflicts
