@@ -6,3 +6,4 @@ from memory.promotions.tasks import *  # noqa: F401,F403
 from memory.refinement.tasks import *  # noqa: F401,F403
 from memory.reflection.tasks import *  # noqa: F401,F403
 from memory.refs.tasks import *  # noqa: F401,F403
+from memory.sync.tasks import *  # noqa: F401,F403

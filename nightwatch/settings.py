@@ -248,6 +248,11 @@ CELERY_BEAT_SCHEDULE = {
     "pipeline-sweeper": {"task": "memory.pipeline.sweep", "schedule": 60.0},
     "refs-check": {"task": "refs.check_everywhere", "schedule": crontab(minute=15)},
 }
+# Night Watch's agents folder (e.g. /home/agent/.night-watch/agents): when set, beat runs a two-way
+# sync pass over it every minute (`manage.py sync_memory ROOT` by hand, `--watch` to follow writes).
+NIGHT_WATCH_ROOT = env_str("NIGHT_WATCH_ROOT", "")
+if NIGHT_WATCH_ROOT:
+    CELERY_BEAT_SCHEDULE["night-watch-sync"] = {"task": "sync.pass", "schedule": 60.0}
 # A running refinement run with no heartbeat for this long is rolled back and marked failed.
 REFINEMENT_HEARTBEAT_TIMEOUT = env_int("REFINEMENT_HEARTBEAT_TIMEOUT", 600, minimum=1)
 # A running observation-pipeline run with no progress for this long is marked failed.

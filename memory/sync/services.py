@@ -1,5 +1,6 @@
 """A person settles a file conflict: Night Watch's text, the dashboard's, or both."""
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -66,6 +67,10 @@ def sync_conflict_resolve(*, conflict, choice, actor):
     conflict.save(update_fields=["status", "choice", "resolved_by", "resolved_at"])
     # The files are written from the store again on the next pass, whatever was picked.
     SyncedFolder.objects.filter(pk=conflict.folder_id).update(memory_version=-1)
+    if settings.NIGHT_WATCH_ROOT:
+        from memory.sync.tasks import sync_night_watch_root
+
+        transaction.on_commit(sync_night_watch_root.delay)
     return conflict
 
 

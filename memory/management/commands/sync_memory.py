@@ -1,17 +1,13 @@
 """python manage.py sync_memory ROOT [--watch] — two-way sync with a Night Watch agents folder."""
 
 import signal
+import threading
 
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.formats.nightwatch import TreeError
 from memory.sync.engine import sync_pass
-
-# A change seen by the watcher starts a pass after this many milliseconds of quiet (Night Watch
-# writes a reflection as one append, so a pass rarely waits longer than this), and at the latest
-# after this many seconds without any change (people's decisions are in the database, not files).
-DEBOUNCE_MS = 200
-IDLE_PASS_SECONDS = 5
+from memory.sync.watch import watch_passes
 
 
 class Command(BaseCommand):
@@ -31,21 +27,19 @@ class Command(BaseCommand):
             if failed:
                 raise CommandError(f"{failed} folder(s) could not be synced (listed above); the others were")
             return
-        from watchfiles import watch as watch_files
-
-        stop = _Stop()
-        self.one_pass(root, quiet)
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
         self.stdout.write(f"watching {root} (Ctrl-C to stop)")
-        for _ in watch_files(root, debounce=DEBOUNCE_MS, step=50, rust_timeout=IDLE_PASS_SECONDS * 1000,
-                             yield_on_timeout=True, stop_event=stop, watch_filter=_memory_files,
-                             raise_interrupt=False):
-            self.one_pass(root, quiet=True)
+        watch_passes(root, stop=stop, after_pass=lambda report: self.print_report(report, quiet=True))
 
     def one_pass(self, root, quiet):
         try:
             report = sync_pass(root)
         except TreeError as exc:
             raise CommandError(str(exc)) from None
+        return self.print_report(report, quiet)
+
+    def print_report(self, report, quiet):
         out = self.stdout
         for f in report.folders:
             name = f"{f.persona} / {f.project}" if f.persona else f.folder
@@ -64,19 +58,3 @@ class Command(BaseCommand):
         if not quiet:
             out.write(self.style.SUCCESS(f"{synced} folder(s) synced, {len(report.failed)} failed under {report.root}"))
         return len(report.failed)
-
-
-class _Stop:
-    """Set by SIGTERM (SIGINT is watchfiles' own); the watcher checks it between waits."""
-
-    def __init__(self):
-        self._set = False
-        signal.signal(signal.SIGTERM, lambda *_: setattr(self, "_set", True))
-
-    def is_set(self):
-        return self._set
-
-
-def _memory_files(change, path):
-    name = path.rsplit("/", 1)[-1]
-    return name in ("core.md", "working.md", "main.md") or name.endswith(".md.sync-prev")
