@@ -78,3 +78,20 @@ def run_command():
         return out.getvalue()
 
     return run
+
+
+@pytest.fixture
+def conflict(root, sync, working, admin_user):
+    """A waiting conflict: a person edited a lesson whose line Night Watch then rewrote."""
+    from memory import services
+    from memory.models import Lesson
+    from memory.sync.models import SyncConflict
+
+    nw_append(working(), section("2026-03-01", "[OBSERVATION] The retry loop uses a fixed delay"))
+    sync()
+    lesson = Lesson.objects.get(text="The retry loop uses a fixed delay")
+    services.lesson_update(lesson=lesson, actor=services.Actor.for_user(admin_user),
+                           text="The retry loop uses a fixed 2 s delay")
+    nw_rewrite(working(), working().read_text().replace("uses a fixed delay", "has <b>no</b> backoff"))
+    sync()
+    return SyncConflict.objects.get()
