@@ -197,14 +197,14 @@ def _stat(path):
 
 def unchanged(synced, path, version):
     """True when nothing needs reading: every file and kept old inode as the last pass left it."""
-    if synced.memory_version != version or not synced.files:
+    stats = synced.stats
+    if synced.memory_version != version or not stats:
         return False
     for name in FILES:
-        state = synced.files.get(name) or {}
-        if _stat(path / name) != state.get("stat"):
+        if _stat(path / name) != stats.get(name):
             return False
-        prev = state.get("prev")
-        if prev and _stat(_prev_path(path, name)) != prev["stat"]:
+        prev = stats.get(f"{name} prev")
+        if prev and _stat(_prev_path(path, name)) != prev:
             return False
     return True
 
@@ -218,6 +218,7 @@ class _Read:
     fd: int | None
     data: bytes
     text: str
+    stat: list | None = None  # taken before the read: a write after it always shows as a different stat
 
     @classmethod
     def open(cls, path, where):
@@ -227,8 +228,12 @@ class _Read:
             return cls(path.name, path, None, b"", "")
         except OSError as exc:
             raise SyncError(f"cannot read {where}: {exc.strerror}") from None
-        data = _read_fd(fd)
-        return cls(path.name, path, fd, data, _decode(data, where))
+        while True:
+            stat = _fstat(fd)
+            data = _read_fd(fd)
+            if len(data) == stat[1]:
+                break  # else written to while being read: read again
+        return cls(path.name, path, fd, data, _decode(data, where), stat)
 
     def still_there(self):
         """The path still names the inode read, and it holds exactly the bytes read."""
@@ -244,6 +249,11 @@ class _Read:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+
+def _fstat(fd):
+    st = os.fstat(fd)
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
 
 
 def _read_fd(fd):
@@ -413,7 +423,11 @@ def _render(memory, conflicts):
 
 
 def _write(read, data, folder_path):
-    """Replace the file with data if it still holds what was read; returns what the old inode held after."""
+    """Replace the file with data if it still holds what was read.
+
+    Returns (the new file's stat as written, the old inode's stat, what the old inode held after the
+    replace). Stats are taken before anyone else can write after them, so any later write shows.
+    """
     path = read.path
     fd, tmp = tempfile.mkstemp(dir=folder_path, prefix=f".{read.name}.", suffix=".tmp")
     try:
@@ -421,6 +435,7 @@ def _write(read, data, folder_path):
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+            written = _fstat(handle.fileno())
         if not read.still_there():
             raise _Raced()
         prev = _prev_path(folder_path, read.name)
@@ -435,7 +450,10 @@ def _write(read, data, folder_path):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return _read_fd(read.fd) if read.fd is not None else b""
+    if read.fd is None:
+        return written, None, b""
+    old_stat = _fstat(read.fd)
+    return written, old_stat, _read_fd(read.fd)
 
 
 @transaction.atomic
@@ -471,8 +489,10 @@ def _attempt_locked(synced, memory, path, reads, result, today):
             key, lesson_id, conflict_id = entry
             conflict = by_id.get(conflict_id)
             if conflict is not None:  # Night Watch changed its side of a waiting conflict again
+                if conflict.file_line:  # kept with the conflict: a line only it held is never dropped
+                    conflict.earlier_file_lines = [*conflict.earlier_file_lines, conflict.file_line]
                 conflict.file_line = paired.raw_line if paired else ""
-                conflict.save(update_fields=["file_line"])
+                conflict.save(update_fields=["file_line", "earlier_file_lines"])
                 continue
             lesson = lessons.get(lesson_id)
             if lesson is None or lesson_id in pending:
@@ -528,21 +548,24 @@ def _attempt_locked(synced, memory, path, reads, result, today):
         read = reads[name]
         state = dict(files.get(name) or {})
         prev = state.get("prev")
+        stat = read.stat
         if read.data != data:
-            after = _write(read, data, path)
+            stat, old_stat, after = _write(read, data, path)
             result.written.append(name)
             if read.fd is not None:
-                prev = {"size": len(read.data), "sha": _sha(read.data), "stat": _stat(_prev_path(path, name))}
+                prev = {"size": len(read.data), "sha": _sha(read.data), "stat": old_stat}
                 raced = raced or after != read.data
             else:
                 prev = None
         elif prev:
             _drop_prev(path, name)  # its late writes were taken in above; one pass is all the window needs
             prev = None
-        new_files[name] = {"stat": _stat(read.path), "size": len(data), "sha": _sha(data), "lines": lines,
+        new_files[name] = {"stat": stat, "size": len(data), "sha": _sha(data), "lines": lines,
                            **({"prev": prev} if prev else {})}
     memory.refresh_from_db(fields=["version"])
     synced.files = new_files
+    synced.stats = {**{name: state["stat"] for name, state in new_files.items()},
+                    **{f"{name} prev": state["prev"]["stat"] for name, state in new_files.items() if "prev" in state}}
     synced.memory_version = memory.version
     synced.synced_at = timezone.now()
     synced.error = ""
@@ -634,7 +657,7 @@ def sync_pass(root, *, today=None):
         raise TreeError(f"{root} is not a folder")
     report = PassReport(root=root)
     found = find_folders(root)
-    known = {s.folder: s for s in SyncedFolder.objects.filter(root=str(root)).select_related("memory")}
+    known = {s.folder: s for s in SyncedFolder.objects.filter(root=str(root)).defer("files")}
     versions = dict(Memory.objects.filter(pk__in=[s.memory_id for s in known.values()]).values_list("id", "version"))
     new = [f for f in found if f.rel not in known and _has_files(f.path)]
     errors, added = {}, {}

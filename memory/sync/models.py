@@ -22,6 +22,8 @@ class SyncedFolder(models.Model):
     folder = models.CharField(max_length=1024, help_text="The memory folder, relative to the root.")
     memory = models.ForeignKey("memory.Memory", on_delete=models.CASCADE, related_name="synced_folders")
     files = models.JSONField(default=dict)
+    # The stats alone (a few numbers per file), so deciding a folder is unchanged never loads `files`.
+    stats = models.JSONField(default=dict)
     memory_version = models.BigIntegerField(default=-1, help_text="The memory's version the files were last written at.")
     synced_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True, help_text="Why the last pass could not sync this folder.")
@@ -55,6 +57,9 @@ class SyncConflict(models.Model):
     file_name = models.CharField(max_length=20)
     base_line = models.TextField(help_text="The line as the files held it after the last pass.")
     file_line = models.TextField(blank=True, help_text="Night Watch's line now; empty when it removed the line.")
+    earlier_file_lines = models.JSONField(
+        default=list, blank=True,
+        help_text="Lines Night Watch wrote in this place before its latest one, while the conflict waited.")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     choice = models.CharField(max_length=10, choices=Choice.choices, blank=True)
     resolved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from django.db import transaction
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
 from memory import services
@@ -137,7 +137,7 @@ class World:
         stored = set(Lesson.objects.filter(memory__persona__name="Dev").values_list("text", flat=True))
         held = set()
         for c in SyncConflict.objects.all():
-            held.add(c.file_line)
+            held |= {c.file_line, *c.earlier_file_lines}
         for text in visible:
             # Every line is a lesson (any status: a removal is a revertible deletion) or a conflict's text.
             assert text in stored or any(text in line for line in held) or any(
@@ -165,6 +165,7 @@ class World:
 def test_no_line_is_ever_lost_and_every_conflict_waits_for_review(db, admin_user, monkeypatch, ops):
     with tempfile.TemporaryDirectory() as tmp, transaction.atomic():
         Lesson.objects.filter(memory__persona__name="Dev").delete()
+        note(repr(ops))
         world = World(Path(tmp) / "agents", admin_user)
         world.append(1)
         for kind, arg in [*ops, ("pass", "plain"), ("pass", "plain")]:
