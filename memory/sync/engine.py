@@ -284,6 +284,9 @@ def _diff(name, read, state, intake):
     if state and len(data) == size and _sha(data) == sha:
         intake.kept += base
         return
+    if read.fd is None:
+        intake.kept += base  # a file gone altogether is written again: losing it is no one's decision
+        return
     lines = [l for l in _parse(name, read.text) if not l.rejected or _reject(l)]
     ends_clean = size == 0 or data[size - 1:size] == b"\n"
     if state and len(data) > size and ends_clean and _sha(data[:size]) == sha:

@@ -269,3 +269,13 @@ def test_the_command_prints_what_each_memory_took_in_wrote_and_left_for_review(r
     assert "Dev / api: took in 1" in out
     out = run_command("sync_memory", str(root))
     assert "(unchanged)" in out and "1 folder(s) synced, 0 failed" in out
+
+
+def test_a_file_that_disappeared_is_written_again_and_no_lesson_is_deleted(root, sync, working):
+    nw_append(working(), section("2026-03-01", FIRST))
+    sync()
+    before = working().read_bytes()
+    working().unlink()
+    sync()
+    assert working().read_bytes() == before
+    assert Lesson.objects.get().status == "active" and not ChangeBatch.objects.filter(kind="sync").exists()
