@@ -35,14 +35,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory import services
-from memory.formats.lines import lesson_line, render_core, render_working, section_header, working_line, working_order
+from memory.formats.lines import lesson_line, render_core, render_working, section_header, working_order
 from memory.formats.nightwatch import (
     ARCHIVED_DIR,
     CORE_FILE,
     LEGACY_FILE,
     MEMORIES_DIR,
     WORKING_FILE,
-    MemoryFolder,
     Tree,
     TreeError,
     parse_core,

@@ -6,7 +6,6 @@ import pytest
 from memory.formats.nightwatch import WORKING_FILE
 from memory.models import Memory
 from memory.sync.engine import sync_pass
-from personas.models import Persona
 
 
 def nw_append(path, text):
@@ -63,7 +62,6 @@ def working(root):
     return lambda persona="Dev", project="api": root / persona / "memories" / project / WORKING_FILE
 
 
-__all__ = ["nw_append", "nw_rewrite", "section", "get_memory", "memory_of", "Persona"]
 
 
 @pytest.fixture
