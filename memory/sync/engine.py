@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone as dt_timezone
 from pathlib import Path
 
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.utils import timezone
 
 from memory import services
@@ -609,7 +609,9 @@ def sync_one(synced, path, result, *, today=None):
         delta = FolderResult(folder=result.folder)
         try:
             done = _attempt(synced, path, delta, today or timezone.localdate())
-        except _Raced:
+        except (_Raced, OperationalError):
+            # The file changed before the replace, or the database gave up a lock (a person's edit
+            # holding the lesson while waiting for the memory this pass holds): all rolled back, again.
             result.retries += 1
             continue
         result.retries += 0 if done else 1
