@@ -120,3 +120,66 @@ def test_appends_racing_passes_and_decisions_are_all_kept_and_every_decision_rea
     assert all(f.skipped for f in report.folders)
     assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
     assert (Lesson.objects.count(), services.Change.objects.count()) == rows
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_passes_racing_people_on_other_connections_lose_nothing(root, working, approver):
+    """Passes in one thread, a person editing and deleting in another, Night Watch appending in a third."""
+    from django.db import connections
+
+    from tests.conftest import race_needs_postgres
+
+    race_needs_postgres()
+    for i in range(20):
+        nw_append(working("Dev", "api"), section("2026-01-01", f"[OBSERVATION] Seeded lesson {i:02d}"))
+    assert not sync_pass(root).failed
+    _widen_budgets()
+    person = services.Actor.for_user(approver)
+    stop, errors = threading.Event(), []
+
+    def people():
+        try:
+            for i in range(20):
+                lesson = Lesson.objects.get(text=f"Seeded lesson {i:02d}")
+                if i % 2:
+                    services.lesson_delete(lesson=lesson, actor=person)
+                else:
+                    services.lesson_update(lesson=lesson, actor=person, text=f"Seeded lesson {i:02d} (edited)")
+        except Exception as exc:
+            errors.append(repr(exc))
+        finally:
+            connections.close_all()
+
+    def passes():
+        try:
+            while not stop.is_set():
+                report = sync_pass(root)
+                errors.extend(f.error for f in report.failed if "kept changing" not in f.error)
+        except Exception as exc:
+            errors.append(repr(exc))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=_writer, args=(working, stop, errors)), threading.Thread(target=people),
+               threading.Thread(target=passes)]
+    for t in threads:
+        t.start()
+    threads[0].join()
+    threads[1].join()
+    stop.set()
+    threads[2].join()
+    assert not errors
+    for _ in range(2):
+        assert not sync_pass(root).failed
+    assert not SyncConflict.objects.exists()
+    for i in range(APPENDS):
+        memory = memory_of("Dev", FOLDERS[i % 4])
+        assert Lesson.objects.filter(memory=memory, text=_appended(i), status="active").count() == 1, i
+        assert working("Dev", FOLDERS[i % 4]).read_text().count(_appended(i)) == 1, i
+    api = working("Dev", "api").read_text()
+    for i in range(20):
+        assert (f"Seeded lesson {i:02d} (edited)" in api) == (i % 2 == 0)
+        assert (f"Seeded lesson {i:02d}\n" in api) is False
+    for synced in SyncedFolder.objects.select_related("memory"):
+        assert get_memory(root / synced.folder).rstrip() == compile_memory(synced.memory).text.rstrip()
