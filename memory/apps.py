@@ -16,6 +16,7 @@ class MemoryConfig(AppConfig):
         import memory.promotions.receivers  # noqa: F401
         import memory.refinement.receivers  # noqa: F401
         import memory.refs.receivers  # noqa: F401
+        import memory.sync.receivers  # noqa: F401
         import memory.tasks  # noqa: F401
         from memory.context_cache import connect_receivers
 

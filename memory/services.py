@@ -265,6 +265,30 @@ def lesson_create(
     return lesson
 
 
+@transaction.atomic
+def lesson_create_from_file(*, memory, line, batch, section, today=None):
+    """A lesson for one line read from a memory file (a ParsedLine), in `batch`; the version is not bumped.
+
+    Unlike lesson_create, the line keeps what the file said: an unparsed line its raw text, a line
+    without a date stays undated, a section its header as read, so writing it back gives the line again.
+    """
+    if line.rejected:
+        raise ValidationError(f"{line.where}: {line.problem}")
+    if not line.unparsed:
+        validate_lesson_fields(tier=line.tier, category=line.category, text=line.text, relevance=Relevance.MEDIUM)
+    heading = line.heading if len(line.heading) <= Lesson._meta.get_field("section_heading").max_length else ""
+    lesson = Lesson.objects.create(
+        memory=memory, tier=line.tier, category=line.category, text=line.text,
+        lesson_date=line.lesson_date or today or timezone.localdate(), undated=line.lesson_date is None,
+        section=section, section_heading=heading, unparsed=line.unparsed,
+        raw_line=line.raw_line if line.unparsed else "", content_hash=content_hash(line.text),
+    )
+    refs = list(line.refs)
+    _replace_refs(lesson, refs, new=True)
+    _record(batch, lesson, Change.Action.CREATE, None, lesson_snapshot(lesson, refs))
+    return lesson
+
+
 def next_section(memory):
     last = Lesson.objects.filter(memory=memory).order_by("-section").values_list("section", flat=True).first()
     return (last or 0) + 1

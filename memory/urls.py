@@ -10,4 +10,5 @@ urlpatterns = [
     path("pipeline/", include("memory.pipeline.urls")),
     path("refs/", include("memory.refs.urls")),
     path("account/", include("memory.digest.urls")),
+    path("file-conflicts/", include("memory.sync.urls")),
 ]

@@ -273,6 +273,11 @@ EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 30, minimum=1)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Night Watch Memory <nightwatch@localhost>")
 # Where people open the dashboard: the digest's links are absolute.
 SITE_URL = env_str("SITE_URL", "http://localhost:8000").rstrip("/")
+# Night Watch's agents folder (e.g. /home/agent/.night-watch/agents): when set, beat runs a two-way
+# sync pass over it every minute (`manage.py sync_memory ROOT` by hand, `--watch` to follow writes).
+NIGHT_WATCH_ROOT = env_str("NIGHT_WATCH_ROOT", "")
+if NIGHT_WATCH_ROOT:
+    CELERY_BEAT_SCHEDULE["night-watch-sync"] = {"task": "memory.sync.pass", "schedule": 60.0}
 # A running refinement run with no heartbeat for this long is rolled back and marked failed.
 REFINEMENT_HEARTBEAT_TIMEOUT = env_int("REFINEMENT_HEARTBEAT_TIMEOUT", 600, minimum=1)
 # A running observation-pipeline run with no progress for this long is marked failed.

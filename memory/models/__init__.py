@@ -25,3 +25,4 @@ from memory.pipeline.models import *  # noqa: F401,F403,E402
 from memory.promotions.models import *  # noqa: F401,F403,E402
 from memory.refinement.models import *  # noqa: F401,F403,E402
 from memory.refs.models import *  # noqa: F401,F403,E402
+from memory.sync.models import *  # noqa: F401,F403,E402

@@ -304,6 +304,7 @@ class ChangeBatch(models.Model):
         REFINEMENT = "refinement", "Refinement"
         PIPELINE = "pipeline", "Observation pipeline"
         REVERT = "revert", "Revert"
+        SYNC = "sync", "Night Watch files"
 
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="batches")
     kind = models.CharField(max_length=20, choices=Kind.choices)

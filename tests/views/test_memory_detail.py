@@ -129,14 +129,14 @@ def test_query_count_does_not_grow_with_lessons(client_for, viewer, memory, djan
     client = client_for(viewer)
     _fill(memory, 10)
     # … plus the review queue of the nav badges, the memory's own review queue, must-keep lessons with their refs,
-    # coverage (2), the refs panel (2)
-    with django_assert_num_queries(21):
+    # coverage (2), the refs panel (2), the folder sync state (1 when no folder syncs this memory)
+    with django_assert_num_queries(22):
         assert client.get(url(memory, "path=src/")).status_code == 200
     _fill(memory, 990, start=10)
-    with django_assert_num_queries(19):  # this first page holds core lessons only: no coverage queries
+    with django_assert_num_queries(20):  # this first page holds core lessons only: no coverage queries
         assert client.get(url(memory, "path=src/")).status_code == 200
     # Budget state is cached per memory version: an unchanged memory skips those six queries.
-    with django_assert_num_queries(13):
+    with django_assert_num_queries(14):
         assert client.get(url(memory)).status_code == 200
 
 

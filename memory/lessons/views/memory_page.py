@@ -8,6 +8,7 @@ from memory.pipeline.coverage import coverage_counts, coverage_tag
 from memory.refs.selectors import ref_permalink, refs_panel
 from memory.review_queue import memory_queue
 from memory.roles import viewer_required
+from memory.sync.selectors import folder_sync_state
 
 PAGE_SIZE = 50
 FILTERS = ("tier", "category", "relevance", "status", "q", "path", "refs")
@@ -99,6 +100,7 @@ def memory_detail(request, **address):
     }
     if not (request.htmx and request.htmx.target == "lesson-list"):
         context["review_queue"] = memory_queue(memory)
+        context["folder_sync"] = folder_sync_state(memory)
     template = "memory/lessons/memory_detail.html"
     if request.htmx and request.htmx.target == "lesson-list":
         template += "#lesson-list"

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memory', '0009_lean_lesson_and_history_indexes'),
+        ('memory', '0010_account_digest_preference'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
