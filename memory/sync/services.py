@@ -6,6 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory import services
+from memory.jobs import enqueue_on_commit
 from memory.formats.nightwatch import CORE_FILE, parse_core, parse_working
 from memory.models import ChangeBatch, LessonStatus
 from memory.sync.models import SyncConflict, SyncedFolder
@@ -68,9 +69,7 @@ def sync_conflict_resolve(*, conflict, choice, actor):
     # The files are written from the store again on the next pass, whatever was picked.
     SyncedFolder.objects.filter(pk=conflict.folder_id).update(memory_version=-1)
     if settings.NIGHT_WATCH_ROOT:
-        from memory.sync.tasks import sync_night_watch_root
-
-        transaction.on_commit(sync_night_watch_root.delay)
+        enqueue_on_commit("memory.sync.pass", robust=True)
     return conflict
 
 
