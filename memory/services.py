@@ -409,10 +409,11 @@ def batch_decided_by_approver(batch, _depth=0):
 
 
 def _require_role_to_revert(batch, actor):
+    from memory.access import can
     from memory.roles import APPROVE
 
     if actor.type == ActorType.USER and batch_decided_by_approver(batch) and not (
-        actor.user is not None and actor.user.has_perm(APPROVE)
+        actor.user is not None and can(actor.user, APPROVE, batch.memory)
     ):
         raise PermissionDenied(
             f"Reverting {batch.get_kind_display().lower()} #{batch.pk} needs the approver role: "

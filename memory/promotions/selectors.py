@@ -13,8 +13,11 @@ from memory.refs import parse_ref_list
 Status = PromotionCandidate.Status
 
 
-def pending_count():
-    return PromotionCandidate.objects.filter(status=Status.PENDING).count()
+def pending_count(memory_ids=None):
+    pending = PromotionCandidate.objects.filter(status=Status.PENDING)
+    if memory_ids is not None:
+        pending = pending.filter(memory_id__in=memory_ids)
+    return pending.count()
 
 
 def core_usage_after(memory):

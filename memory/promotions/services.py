@@ -489,13 +489,15 @@ def detection_status(memory_ids):
     return {i: found[_status_key(i)] for i in memory_ids if _status_key(i) in found}
 
 
-def detection_targets(memory=None):
-    """The memories detection runs on: those of active personas (one, if asked for and active)."""
-    qs = Memory.objects.filter(persona__is_active=True).select_related("persona", "project").order_by("id")
+def detection_targets(memory=None, *, within=None):
+    """The memories detection runs on: those of active personas (one, if asked for and active), among
+    `within` (a Memory queryset: the memories the person asking may govern) when given."""
+    qs = (Memory.objects.all() if within is None else within)
+    qs = qs.filter(persona__is_active=True).select_related("persona", "project").order_by("id")
     return list(qs.filter(pk=memory.pk) if memory is not None else qs)
 
 
-def promotion_detect_request(*, memory=None):
+def promotion_detect_request(*, memory=None, within=None):
     """Queue detection for one memory or every active one, after the current transaction commits.
 
     Returns the memories queued. The run itself happens in a worker (promotion_detect_run), so a
@@ -503,7 +505,7 @@ def promotion_detect_request(*, memory=None):
     """
     from memory.promotions.tasks import detect_promotions
 
-    targets = detection_targets(memory)
+    targets = detection_targets(memory, within=within)
     for target in targets:
         _set_status(target.pk, "queued", "Detection is queued.")
         transaction.on_commit(lambda pk=target.pk: detect_promotions.delay(pk))
@@ -580,8 +582,10 @@ def _describe_decision(candidate):
     return "This proposal was superseded by a newer one; review that one instead."
 
 
-def _require_approver(actor):
-    if actor.type != ActorType.USER or actor.user is None or not actor.user.has_perm(APPROVE):
+def _require_approver(actor, memory):
+    from memory.access import can
+
+    if actor.type != ActorType.USER or actor.user is None or not can(actor.user, APPROVE, memory):
         raise PermissionDenied("Only a signed-in person with the approver role can decide promotions.")
 
 
@@ -612,8 +616,8 @@ def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, 
     The candidate row is locked first, so of two approvers clicking together one creates the
     lesson and the other is told who already approved it.
     """
-    _require_approver(actor)
     candidate = PromotionCandidate.objects.select_for_update().select_related("memory").get(pk=candidate.pk)
+    _require_approver(actor, candidate.memory)
     if candidate.status != Status.PENDING:
         raise AlreadyDecided(_describe_decision(candidate))
     memory = candidate.memory
@@ -664,7 +668,7 @@ def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, 
 @transaction.atomic
 def promotion_reject(*, candidate, actor, reason):
     """Record who rejected the proposal and why; its lessons stay in working memory."""
-    _require_approver(actor)
+    _require_approver(actor, candidate.memory)
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": "Say why the proposal is rejected; the reason is kept with the decision."})

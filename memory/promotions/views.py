@@ -21,7 +21,16 @@ from memory.promotions.services import (
     promotion_detect_request,
     promotion_reject,
 )
-from memory.roles import APPROVE, approver_required, viewer_required
+from memory.access import (
+    APPROVE,
+    can,
+    ensure_visible,
+    get_for_user_or_404,
+    memory_for_user_or_404,
+    visible_memories,
+    visible_memory_ids,
+)
+from memory.roles import approver_required, viewer_required
 from memory.services import Actor
 from memory.textcheck import bounded_id
 
@@ -29,35 +38,33 @@ Status = PromotionCandidate.Status
 RECENT_DECISIONS = 10
 
 
-def _memory_filter(request):
+def _memory_filter(request, action=None):
     raw = request.GET.get("memory") or request.POST.get("memory")
     if not raw:
         return None
-    try:
-        return Memory.objects.select_related("persona", "project").get(pk=bounded_id(raw) or 0)
-    except Memory.DoesNotExist:
-        raise Http404("No such memory") from None
+    return memory_for_user_or_404(request.user, pk=bounded_id(raw) or 0, **({"action": action} if action else {}))
 
 
-def _context(request, **extra):
-    return {"can_approve": request.user.has_perm(APPROVE), "core_categories": CORE_CATEGORIES, **extra}
+def _context(request, memory=None, **extra):
+    return {"can_approve": can(request.user, APPROVE, memory), "core_categories": CORE_CATEGORIES, **extra}
 
 
 @viewer_required
 def inbox(request):
     memory = _memory_filter(request)
-    memory_ids = [memory.pk] if memory else None
+    memory_ids = [memory.pk] if memory else visible_memory_ids(request.user)
     pending = selectors.candidates_for_review(memory_ids=memory_ids)
     decided = selectors.candidates_for_review(
         statuses=(Status.APPROVED, Status.REJECTED, Status.REVERTED), memory_ids=memory_ids, limit=RECENT_DECISIONS
     )
-    memories = list(Memory.objects.select_related("persona", "project").order_by("persona__name", "project__name"))
+    memories = list(visible_memories(request.user).select_related("persona", "project")
+                    .order_by("persona__name", "project__name"))
     status = detection_status([m.pk for m in memories if memory is None or m.pk == memory.pk])
     runs = [{"memory": f"{m.persona.name} × {m.project.name}", **status[m.pk]} for m in memories if m.pk in status]
     return TemplateResponse(
         request,
         "memory/promotions/inbox.html",
-        _context(request, pending=pending, decided=decided, memory=memory, memories=memories,
+        _context(request, memory=memory, pending=pending, decided=decided, memories=memories,
                  recurring=[c for c in pending if not c.from_pipeline],
                  reflections=[c for c in pending if c.from_pipeline],
                  detection_status=runs,
@@ -67,10 +74,12 @@ def inbox(request):
 
 @viewer_required
 def candidate_detail(request, pk):
+    ensure_visible(request.user, PromotionCandidate.objects.all(), pk=pk)
     candidate = selectors.candidate_for_review(pk)
     if candidate is None:
         raise Http404("No such promotion candidate")
-    return TemplateResponse(request, "memory/promotions/detail.html", _context(request, candidate=candidate))
+    return TemplateResponse(request, "memory/promotions/detail.html",
+                            _context(request, memory=candidate.memory, candidate=candidate))
 
 
 def _card_response(request, pk, *, error="", warning="", success=""):
@@ -81,8 +90,8 @@ def _card_response(request, pk, *, error="", warning="", success=""):
     return TemplateResponse(
         request,
         "memory/promotions/inbox.html#card-response",
-        _context(request, candidate=candidate, error=error, warning=warning, success=success,
-                 pending_count=selectors.pending_count(), on_detail=request.POST.get("next") == "detail",
+        _context(request, memory=candidate.memory, candidate=candidate, error=error, warning=warning,
+                 success=success, pending_count=selectors.pending_count(visible_memory_ids(request.user)), on_detail=request.POST.get("next") == "detail",
                  draft=draft),
     )
 
@@ -107,7 +116,8 @@ def _validation_text(exc):
 @require_POST
 @approver_required
 def approve(request, pk):
-    candidate = get_object_or_404(PromotionCandidate.objects.select_related("memory"), pk=pk)
+    candidate = get_for_user_or_404(request.user, PromotionCandidate.objects.select_related("memory"), pk=pk,
+                                    action=APPROVE)
     edit = request.POST.get("edit") == "1"
     kwargs = {}
     if edit:
@@ -142,7 +152,7 @@ def approve(request, pk):
 @require_POST
 @approver_required
 def reject(request, pk):
-    candidate = get_object_or_404(PromotionCandidate, pk=pk)
+    candidate = get_for_user_or_404(request.user, PromotionCandidate.objects.all(), pk=pk, action=APPROVE)
     try:
         promotion_reject(candidate=candidate, actor=Actor.for_user(request.user), reason=request.POST.get("reason", ""))
     except AlreadyDecided as exc:
@@ -155,8 +165,8 @@ def reject(request, pk):
 @require_POST
 @approver_required
 def detect(request):
-    memory = _memory_filter(request)
-    targets = promotion_detect_request(memory=memory)
+    memory = _memory_filter(request, action=APPROVE)
+    targets = promotion_detect_request(memory=memory, within=visible_memories(request.user, APPROVE))
     if targets:
         names = ", ".join(f"{m.persona.name} × {m.project.name}" for m in targets[:3])
         more = f" and {len(targets) - 3} more" if len(targets) > 3 else ""
