@@ -188,3 +188,75 @@ def persona_settings_q(user, action=APPROVE):
     if access.everywhere(action):
         return Q()
     return Q(team__in=access.team_ids(action))
+
+
+# --- the admin ----------------------------------------------------------------------------------
+
+def _team_of(obj, via):
+    """The team id of one object, following `via` ("memory__project__team") attribute by attribute."""
+    *path, last = via.split("__")
+    for part in path:
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj.pk if last in ("id", "pk") else getattr(obj, f"{last}_id", None)
+
+
+class TeamScopedAdmin:
+    """A ModelAdmin mixin: someone holding the model's own Django permissions (a site administrator)
+    keeps the admin as it is; a team's approver (staff) reads and changes their teams' rows only,
+    and picks teams, personas and projects among their teams' own."""
+
+    team_via = MEMORY
+    team_action = APPROVE  # the role that manages these rows in a team
+    team_may_add = False
+    team_may_change = False
+
+    def _site_admin(self, request, perm):
+        opts = self.model._meta
+        return request.user.has_perm(f"{opts.app_label}.{perm}_{opts.model_name}")
+
+    def team_of(self, obj):
+        return _team_of(obj, self.team_via)
+
+    def _in_teams(self, request, obj):
+        access = access_for(request.user)
+        if obj is None:
+            return access.anywhere(self.team_action)
+        return access.in_team(self.team_action, self.team_of(obj))
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        if self._site_admin(request, "view") or self._site_admin(request, "change"):
+            return queryset
+        return scope(queryset, request.user, self.team_action, via=self.team_via)
+
+    def has_module_permission(self, request):
+        return super().has_module_permission(request) or access_for(request.user).anywhere(self.team_action)
+
+    def has_view_permission(self, request, obj=None):
+        return super().has_view_permission(request, obj) or self._in_teams(request, obj)
+
+    def has_change_permission(self, request, obj=None):
+        if super().has_change_permission(request, obj):
+            return True
+        return self.team_may_change and self._in_teams(request, obj)
+
+    def has_add_permission(self, request, *args):
+        if super().has_add_permission(request, *args):
+            return True
+        return self.team_may_add and access_for(request.user).anywhere(self.team_action)
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        field = super().formfield_for_foreignkey(db_field, request, **kwargs)
+        if field is None or self._site_admin(request, "change"):
+            return field
+        target = db_field.related_model._meta.label
+        if target == "personas.Team":
+            field.queryset = scope(field.queryset, request.user, self.team_action, via="id")
+            field.required = True  # a row a team's approver made must stay in one of their teams
+        elif target == "personas.Persona":
+            field.queryset = scope(field.queryset, request.user, self.team_action, via=PERSONA)
+        elif target == "personas.Project":
+            field.queryset = scope(field.queryset, request.user, self.team_action, via=PROJECT)
+        return field
