@@ -1,5 +1,6 @@
-"""Scoping costs a constant number of queries: a team member's list pages make exactly one query
-more than a site-wide role's (their memberships, read once per request), however many teams,
+"""Scoping costs a constant number of queries: a team member's list pages make at most one query
+more than a site-wide viewer's (their memberships, read once per request; a page offering approver
+buttons reads them for a site-wide viewer too, who may approve in a team), however many teams,
 memories and rows of other teams there are."""
 
 import pytest
@@ -47,7 +48,7 @@ def test_team_scoping_adds_one_query_whatever_the_organisation(url, client, djan
     member = django_user_model.objects.create_user("member")
     Membership.objects.create(team=own, user=member, role="viewer")
     site_wide, scoped = _queries(client, site, url), _queries(client, member, url)
-    assert scoped == site_wide + 1, f"{url}: {scoped} queries for a team member, {site_wide} site-wide"
+    assert scoped - site_wide in (0, 1), f"{url}: {scoped} queries for a team member, {site_wide} site-wide"
     for n in range(3):  # three more teams, with more memories, and the member in one more of them
         _team(f"Other{n}", memories=3)
     Membership.objects.create(team=Team.objects.get(slug="other0"), user=member, role="curator")
