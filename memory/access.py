@@ -12,6 +12,8 @@ name does not leak), and a list, count or choice never holds it:
     from memory.access import APPROVE, VIEW, get_for_user_or_404, memory_for_user_or_404, scope, visible_memories
 
     memories = visible_memories(request.user)                      # a Memory queryset
+    memory = memory_for_user_or_404(request.user, pk=memory_id, action=CURATE)
+    @with_memory(APPROVE, kwarg="memory_pk")                       # the same, as a view decorator
     runs = scope(RefinementRun.objects.all(), request.user)        # anything with a `memory` foreign key
     run = get_for_user_or_404(request.user, RefinementRun.objects.all(), pk=pk, action=APPROVE)
     persona = get_for_user_or_404(request.user, Persona.objects.all(), pk=pk, action=APPROVE, via=PERSONA)
@@ -29,7 +31,7 @@ from memory.roles import APPROVE, CURATE, VIEW
 
 __all__ = ["VIEW", "CURATE", "APPROVE", "MEMORY", "PERSONA", "PROJECT", "access_for", "scope",
            "visible_memories", "memory_for_user_or_404", "get_for_user_or_404", "can", "visible_personas",
-           "visible_projects", "visible_memory_ids", "ensure_visible"]
+           "visible_projects", "visible_memory_ids", "ensure_visible", "with_memory", "TeamScopedAdmin"]
 
 # The path from a model to the team that governs it. Most rows hang off a memory.
 MEMORY = "memory__project__team"
@@ -168,6 +170,28 @@ def memory_for_user_or_404(user, *, action=VIEW, queryset=None, **lookup):
 
     queryset = Memory.objects.select_related("persona", "project") if queryset is None else queryset
     return get_for_user_or_404(user, queryset, action=action, via="project__team", **lookup)
+
+
+def with_memory(action=VIEW, *, kwarg="memory_id"):
+    """A view decorator: the URL's memory id (`kwarg`) becomes `memory`, a Memory the user may do
+    `action` on (else 404 / 403), with its persona and project loaded.
+
+        @require_POST
+        @curator_required
+        @with_memory(CURATE, kwarg="memory_pk")
+        def folder_sync_resolve(request, memory): ...
+    """
+    from functools import wraps
+
+    def decorator(view):
+        @wraps(view)
+        def wrapped(request, *args, **kwargs):
+            memory = memory_for_user_or_404(request.user, pk=kwargs.pop(kwarg), action=action)
+            return view(request, *args, memory=memory, **kwargs)
+
+        return wrapped
+
+    return decorator
 
 
 def can(user, action, memory=None, *, team_id=None):

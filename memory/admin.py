@@ -325,7 +325,7 @@ class DetectionRunAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
 
 @admin.register(LLMCall)
 class LLMCallAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
-    team_via, team_action = llm_call_teams, VIEW
+    team_via, team_action = staticmethod(llm_call_teams), VIEW
 
     def team_of(self, obj):
         return obj.memory.project.team_id if obj.memory_id else (obj.persona.team_id if obj.persona_id else None)
