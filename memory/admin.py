@@ -26,6 +26,7 @@ from memory.models import (
     Memory,
     Tier,
 )
+from memory.access import VIEW, TeamScopedAdmin, llm_call_teams
 from memory.roles import CURATE
 
 
@@ -62,7 +63,9 @@ def _active(prefix, tier):
 
 
 @admin.register(Memory)
-class MemoryAdmin(admin.ModelAdmin):
+class MemoryAdmin(TeamScopedAdmin, admin.ModelAdmin):
+    team_via, team_action = "project__team", VIEW
+
     list_display = ["__str__", "persona", "project", "core_lessons", "working_lessons", "version",
                     "last_reflected_at", "last_compacted_at", "last_refined_at"]
     list_filter = ["persona", "project"]
@@ -204,7 +207,9 @@ class CurateActionsMixin:
 
 
 @admin.register(Lesson)
-class LessonAdmin(CurateActionsMixin, ReadOnlyMixin, admin.ModelAdmin):
+class LessonAdmin(TeamScopedAdmin, CurateActionsMixin, ReadOnlyMixin, admin.ModelAdmin):
+    team_action = VIEW
+
     list_display = ["id", "short_text", "persona", "project", "tier", "category", "relevance", "status",
                     "protected", "lesson_date", "refs_display"]
     list_display_links = ["id", "short_text"]
@@ -261,7 +266,9 @@ class ChangeInline(ReadOnlyMixin, admin.TabularInline):
 
 
 @admin.register(ChangeBatch)
-class ChangeBatchAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class ChangeBatchAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
+    team_action = VIEW
+
     list_display = ["id", "created_at", "kind", "memory", "actor", "label", "change_count", "reverted_by"]
     list_filter = ["kind", "actor_type"]
     list_select_related = ["memory__persona", "memory__project", "actor_user"]
@@ -284,7 +291,9 @@ class ChangeBatchAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(Interaction)
-class InteractionAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class InteractionAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
+    team_action = VIEW
+
     list_display = ["id", "created_at", "memory", "trigger_type", "outcome", "status"]
     list_filter = ["status", "trigger_type"]
     list_select_related = ["memory__persona", "memory__project"]
@@ -292,7 +301,9 @@ class InteractionAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(AgentToken)
-class AgentTokenAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class AgentTokenAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
+    team_via = "persona__team"  # a token is its persona's: the persona's team manages it
+
     list_display = ["prefix", "name", "persona", "project", "created_at", "last_used_at", "revoked_at"]
     list_filter = ["persona", "project"]
     list_select_related = ["persona", "project"]
@@ -301,7 +312,9 @@ class AgentTokenAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(DetectionRun)
-class DetectionRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class DetectionRunAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
+    team_action = VIEW
+
     list_display = ["started_at", "memory", "engine", "status", "calls", "tokens_in", "tokens_out", "lessons_sent",
                     "created"]
     list_filter = ["status", "engine"]
@@ -311,7 +324,12 @@ class DetectionRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(LLMCall)
-class LLMCallAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class LLMCallAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
+    team_via, team_action = staticmethod(llm_call_teams), VIEW
+
+    def team_of(self, obj):
+        return obj.memory.project.team_id if obj.memory_id else (obj.persona.team_id if obj.persona_id else None)
+
     list_display = ["created_at", "purpose", "provider", "model_name", "persona", "tokens_in", "tokens_out",
                     "latency_ms", "outcome"]
     list_filter = ["purpose", "provider", "outcome"]

@@ -226,11 +226,14 @@ _REQUEST_ATTR = "_nw_review_counts"
 
 
 def request_counts(request):
-    """counts_by_source(None), computed once per request (the nav badge and the home page share it)."""
+    """counts_by_source over the memories the signed-in person may see, computed once per request
+    (the nav badge and the home page share it)."""
     if request is None:
         return counts_by_source(None)
     if not hasattr(request, _REQUEST_ATTR):
-        setattr(request, _REQUEST_ATTR, counts_by_source(None))
+        from memory.access import visible_memory_ids
+
+        setattr(request, _REQUEST_ATTR, counts_by_source(visible_memory_ids(request.user)))
     return getattr(request, _REQUEST_ATTR)
 
 

@@ -1,6 +1,8 @@
-"""Three roles: viewer reads everything, curator edits lessons, approver governs automated changes.
+"""Three roles: viewer reads, curator edits lessons, approver governs automated changes.
 
-Roles are groups holding the permissions below; superusers hold every permission.
+A role is held in a team (a Membership) or site-wide (a group holding the permissions below, which
+means that role in every team); superusers hold every permission. Which objects a role reaches is
+decided in memory/access.py; the decorators here only say whether a page opens at all.
 """
 
 from functools import wraps
@@ -20,13 +22,16 @@ ROLE_PERMISSIONS = {
 
 
 def permission_required(perm):
-    """Anonymous users go to the login page; a logged-in user without the permission gets 403."""
+    """Anonymous users go to the login page; a logged-in user holding the role in no team gets 403.
+    The view itself scopes what it reads through memory.access."""
 
     def decorator(view):
         @wraps(view)
         @login_required
         def wrapped(request, *args, **kwargs):
-            if not request.user.has_perm(perm):
+            from memory.access import access_for
+
+            if not access_for(request.user).anywhere(perm):
                 raise PermissionDenied
             return view(request, *args, **kwargs)
 

@@ -20,6 +20,7 @@ from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from memory import context_cache
+from memory.access import can
 from memory.models import (
     ALL_CATEGORIES,
     CORE_CATEGORIES,
@@ -769,7 +770,7 @@ def batch_decided_by_approver(batch, _depth=0):
 
 def _require_role_to_revert(batch, actor):
     if actor.type == ActorType.USER and batch_decided_by_approver(batch) and not (
-        actor.user is not None and actor.user.has_perm(APPROVE)
+        actor.user is not None and can(actor.user, APPROVE, batch.memory)
     ):
         raise PermissionDenied(
             f"Reverting {batch.get_kind_display().lower()} #{batch.pk} needs the approver role: "

@@ -35,6 +35,62 @@ SKILL_FIELDS = {
 }
 
 
+class Team(models.Model):
+    """A team owns projects and personas: its members govern the memories of its projects and the
+    settings of its personas. Unowned projects and personas are governed by the site-wide roles."""
+
+    name = models.CharField(max_length=100, unique=True)
+    slug = models.SlugField(max_length=100, unique=True, allow_unicode=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Role(models.TextChoices):
+    # Ordered: each role can do everything the one before it can.
+    VIEWER = "viewer", "Viewer"
+    CURATOR = "curator", "Curator"
+    APPROVER = "approver", "Approver"
+
+
+class Membership(models.Model):
+    """One person's role in one team."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=20, choices=Role.choices, default=Role.VIEWER)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "user"], name="one_membership_per_team")]
+
+    def __str__(self):
+        return f"{self.user} · {self.get_role_display()} of {self.team}"
+
+
+class TeamChange(models.Model):
+    """Who changed a team, when: a team made or renamed, a member added, removed or given another
+    role, a project or persona moved in or out. Kept like lesson history: never edited."""
+
+    team = models.ForeignKey(Team, null=True, on_delete=models.SET_NULL, related_name="changes")
+    team_name = models.CharField(max_length=100)  # kept readable after the team is deleted
+    action = models.CharField(max_length=40)
+    detail = models.CharField(max_length=500)
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                           related_name="+")
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self):
+        return f"{self.at:%Y-%m-%d %H:%M} {self.team_name}: {self.detail}"
+
+
 class Provider(models.TextChoices):
     DEFAULT = "", "Global default"
     OFFLINE = "offline", "Offline (deterministic)"
@@ -86,6 +142,8 @@ class Persona(models.Model):
         help_text="A refinement run that leaves less than this share of the memory's mass is rolled back.",
     )
 
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="personas",
+                             help_text="The team whose approvers govern this persona's settings.")
     is_active = models.BooleanField(default=True)
     archived_at = models.DateTimeField(null=True, blank=True)
     # Night Watch finds memories by exact folder name: the one a memory was imported from is the one
@@ -151,6 +209,8 @@ class Project(models.Model):
     repository_url = models.URLField(blank=True, help_text="e.g. https://github.com/org/repo")
     repository_ref = models.CharField(max_length=200, blank=True, default="main", help_text="Branch, tag or commit.")
     checkout_path = models.CharField(max_length=500, blank=True, help_text="Optional local checkout, to check refs.")
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="projects",
+                             help_text="The team whose members see and govern this project's memories.")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -139,3 +139,42 @@ def personas_seed_defaults():
             continue
         created.append(persona_create(**spec).name)
     return created, skipped
+
+
+# --- teams ----------------------------------------------------------------------------------------
+
+def team_change_record(*, team, action, detail, by=None):
+    """One line of a team's history: who changed what, when. Never edited afterwards."""
+    from personas.models import TeamChange
+
+    return TeamChange.objects.create(team=team, team_name=team.name if team else "", action=action,
+                                     detail=detail[:500], by=by if getattr(by, "pk", None) else None)
+
+
+@transaction.atomic
+def team_owner_moved(*, obj, old_team_id, by=None):
+    """A project or persona moved between teams: the move goes into both teams' histories."""
+    from personas.models import Team
+
+    kind = obj._meta.verbose_name
+    old = Team.objects.filter(pk=old_team_id).first() if old_team_id else None
+    new = obj.team
+    if old is not None:
+        team_change_record(team=old, action=f"{kind} moved out",
+                           detail=f"{kind.capitalize()} “{obj}” moved to {new.name if new else 'no team'}", by=by)
+    if new is not None:
+        team_change_record(team=new, action=f"{kind} moved in",
+                           detail=f"{kind.capitalize()} “{obj}” moved in from {old.name if old else 'no team'}", by=by)
+
+
+@transaction.atomic
+def team_memberships_changed(*, team, added=(), changed=(), removed=(), by=None):
+    """Members added (membership), given another role (membership, old role) or removed (user, role)."""
+    for membership in added:
+        team_change_record(team=team, action="member added",
+                           detail=f"{membership.user} added as {membership.get_role_display().lower()}", by=by)
+    for membership, old_role in changed:
+        team_change_record(team=team, action="role changed",
+                           detail=f"{membership.user}: {old_role} → {membership.role}", by=by)
+    for user, role in removed:
+        team_change_record(team=team, action="member removed", detail=f"{user} ({role}) removed", by=by)

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Count, Prefetch, Q
 from django.utils.html import format_html_join
 
+from memory.access import scope, visible_memories
 from memory.formats.lines import render_working
 from memory.models import (
     ALL_CATEGORIES,
@@ -227,17 +228,17 @@ def proposal_review(proposal):
     )
 
 
-def proposals_list(limit=50):
+def proposals_list(limit=50, *, user):
     return list(
-        CompactionProposal.objects.select_related("memory__persona", "memory__project", "decided_by")
+        scope(CompactionProposal.objects.all(), user).select_related("memory__persona", "memory__project", "decided_by")
         .annotate(line_count=Count("lines", distinct=True))
         .order_by("-created_at", "-id")[:limit]
     )
 
 
-def memories_with_working_counts():
+def memories_with_working_counts(*, user):
     return list(
-        Memory.objects.select_related("persona", "project")
+        visible_memories(user).select_related("persona", "project")
         .annotate(
             working_count=Count("lessons", filter=Q(lessons__tier=Tier.WORKING, lessons__status=LessonStatus.ACTIVE),
                                 distinct=True),

@@ -27,7 +27,8 @@ from memory.compaction.staleness import covered_changes
 from memory.compaction.tasks import compaction_propose_task
 from memory.formats.lines import render_working
 from memory.models import ALL_CATEGORIES, CompactionProposal, Memory, ProposalLine
-from memory.roles import APPROVE, approver_required, viewer_required
+from memory.access import APPROVE, can, ensure_visible, get_for_user_or_404, memory_for_user_or_404
+from memory.roles import approver_required, viewer_required
 from memory.selectors import with_refs
 from memory.services import Actor, RevertError
 from memory.web import decide
@@ -46,9 +47,9 @@ def _redirect(request, url):
 @viewer_required
 def compaction_list(request):
     context = {
-        "proposals": selectors.proposals_list(),
-        "memories": selectors.memories_with_working_counts(),
-        "can_approve": request.user.has_perm(APPROVE),
+        "proposals": selectors.proposals_list(user=request.user),
+        "memories": selectors.memories_with_working_counts(user=request.user),
+        "can_approve": can(request.user, APPROVE),
     }
     return TemplateResponse(request, "memory/compaction/list.html", context)
 
@@ -77,6 +78,7 @@ def compaction_bulk_reject_view(request):
 
 
 def _review_context(request, pk, **extra):
+    ensure_visible(request.user, CompactionProposal.objects.all(), pk=pk)
     try:
         proposal = selectors.proposal_for_review(pk)
     except CompactionProposal.DoesNotExist:
@@ -93,7 +95,7 @@ def _review_context(request, pk, **extra):
         "stale_changes": covered_changes(proposal, proposal.memory, review.inputs_by_id) if pending else [],
         "recomputations": (list(proposal.recomputations.order_by("id"))
                            if proposal.status == CompactionProposal.Status.STALE else []),
-        "can_approve": request.user.has_perm(APPROVE),
+        "can_approve": can(request.user, APPROVE, proposal.memory),
         "categories": ALL_CATEGORIES,
         **extra,
     }
@@ -106,7 +108,8 @@ def compaction_detail(request, pk):
 
 @approver_required
 def compaction_line_edit(request, pk, line_pk):
-    line = get_object_or_404(ProposalLine.objects.select_related("proposal"), pk=line_pk, proposal_id=pk)
+    line = get_for_user_or_404(request.user, ProposalLine.objects.select_related("proposal"), pk=line_pk,
+                               proposal_id=pk, action=APPROVE, via="proposal__memory__project__team")
     form = {"category": line.category, "text": line.text, "refs": ", ".join(line.refs)}
     errors = []
     if request.method == "POST":
@@ -134,7 +137,7 @@ def compaction_line_edit(request, pk, line_pk):
 @require_POST
 @approver_required
 def compaction_apply_view(request, pk):
-    proposal = get_object_or_404(CompactionProposal, pk=pk)
+    proposal = get_for_user_or_404(request.user, CompactionProposal.objects.all(), pk=pk, action=APPROVE)
 
     def applied(batch):
         still_over = over_limits_explanation(proposal.memory)
@@ -151,7 +154,7 @@ def compaction_apply_view(request, pk):
 @approver_required
 def compaction_recompute_view(request, pk):
     """One click on a stale proposal: retire it and compute a new one from the memory as it is now."""
-    proposal = get_object_or_404(CompactionProposal, pk=pk)
+    proposal = get_for_user_or_404(request.user, CompactionProposal.objects.all(), pk=pk, action=APPROVE)
     try:
         compaction_mark_stale(proposal=proposal)
     except CompactionError as exc:
@@ -170,7 +173,7 @@ def compaction_recompute_view(request, pk):
 @require_POST
 @approver_required
 def compaction_reject_view(request, pk):
-    proposal = get_object_or_404(CompactionProposal, pk=pk)
+    proposal = get_for_user_or_404(request.user, CompactionProposal.objects.all(), pk=pk, action=APPROVE)
     return decide(
         request, lambda: compaction_reject(proposal=proposal, actor=Actor.for_user(request.user),
                                            reason=request.POST.get("reason", "")),
@@ -181,7 +184,7 @@ def compaction_reject_view(request, pk):
 @require_POST
 @approver_required
 def compaction_revert_view(request, pk):
-    proposal = get_object_or_404(CompactionProposal, pk=pk)
+    proposal = get_for_user_or_404(request.user, CompactionProposal.objects.all(), pk=pk, action=APPROVE)
     return decide(
         request, lambda: compaction_revert(proposal=proposal, actor=Actor.for_user(request.user),
                                            reason=request.POST.get("reason", "")),
@@ -199,7 +202,7 @@ def _usage(memory):
 @require_POST
 @approver_required
 def compaction_propose_view(request, memory_pk):
-    memory = get_object_or_404(Memory, pk=memory_pk)
+    memory = memory_for_user_or_404(request.user, pk=memory_pk, action=APPROVE)
     pending = CompactionProposal.objects.filter(memory=memory, status=CompactionProposal.Status.PENDING).first()
     if pending:
         messages.info(request, "A proposal for this memory is already waiting for review.")

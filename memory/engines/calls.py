@@ -3,6 +3,7 @@
 from django.db.models import Avg, Count, Q, Sum
 from django.db.models.functions import Coalesce
 
+from memory.access import llm_call_teams, scope
 from memory.models import LLMCall
 
 _TOTALS = {
@@ -14,8 +15,8 @@ _TOTALS = {
 }
 
 
-def llm_calls(*, persona=None, purpose="", outcome=""):
-    calls = LLMCall.objects.all()
+def llm_calls(*, user, persona=None, purpose="", outcome=""):
+    calls = scope(LLMCall.objects.all(), user, via=llm_call_teams)
     if persona is not None:
         calls = calls.filter(persona=persona)
     if purpose:
@@ -43,5 +44,5 @@ def llm_call_grand_total(calls):
     return calls.order_by().aggregate(**_TOTALS)
 
 
-def llm_call_purposes():
-    return list(LLMCall.objects.order_by("purpose").values_list("purpose", flat=True).distinct())
+def llm_call_purposes(*, user):
+    return list(scope(LLMCall.objects.all(), user, via=llm_call_teams).order_by("purpose").values_list("purpose", flat=True).distinct())

@@ -5,6 +5,7 @@ from django.core.paginator import Paginator
 from django.template.response import TemplateResponse
 
 from memory.engines import calls as selectors
+from memory.access import persona_call_teams, scope
 from memory.roles import viewer_required
 from personas.models import Persona
 
@@ -17,19 +18,20 @@ class CallFilterForm(forms.Form):
     purpose = forms.ChoiceField(required=False)
     outcome = forms.ChoiceField(required=False, choices=[("", "Any outcome"), ("ok", "OK"), ("error", "Error")])
 
-    def __init__(self, *args, purposes=(), **kwargs):
+    def __init__(self, *args, purposes=(), user=None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.fields["persona"].queryset = scope(self.fields["persona"].queryset, user, via=persona_call_teams)
         self.fields["purpose"].choices = [("", "All purposes")] + [(p, p) for p in purposes]
 
 
 @viewer_required
 def call_list(request):
-    purposes = selectors.llm_call_purposes()
-    form = CallFilterForm(request.GET or None, purposes=purposes)
+    purposes = selectors.llm_call_purposes(user=request.user)
+    form = CallFilterForm(request.GET or None, purposes=purposes, user=request.user)
     filters = {}
     if form.is_bound and form.is_valid():
         filters = {k: v for k, v in form.cleaned_data.items() if v}
-    calls = selectors.llm_calls(**filters)
+    calls = selectors.llm_calls(user=request.user, **filters)
     page = Paginator(selectors.llm_call_rows(calls), PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         "form": form,

@@ -11,7 +11,6 @@ from memory.models import Change, ChangeBatch, Lesson, LessonRef, LessonStatus, 
 from memory.refs.models import NEEDS_REVIEW
 from memory.review_queue import counts_by_source, queue_for
 from memory.selectors import compile_memory
-from personas.models import Persona, Project
 
 _REFS = Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"))
 # The memory page shows what the last check found beside each ref.
@@ -57,35 +56,66 @@ def active_by_memory(memory_ids):
     return grouped
 
 
+HOME_PAGE_SIZE = 24
+# What a line costs around its text in the tier's file ("- [PATTERN] " and the newline; a core line's
+# " (promoted 2026-01-31)"). Home shows sizes from database sums over the page's memories; refs and
+# section headings are left out, so the memory page (which renders the files) has the exact figure.
+_LINE_OVERHEAD = {Tier.CORE: 6 + 22, Tier.WORKING: 6}
+
+
 @dataclass
-class GridCell:
+class MemoryCard:
     memory: Memory
     core: TierUsage
     working: TierUsage
     queue: object  # review_queue.Queue of this memory
 
 
-def home_grid(*, include_archived=False, review_counts=None):
-    """Personas (rows) × projects (columns); a cell per existing memory. Query count is constant."""
-    personas = list(Persona.objects.all() if include_archived else Persona.objects.not_archived())
-    projects = list(Project.objects.all())
-    memories = list(Memory.objects.filter(persona__in=personas).select_related("persona", "project"))
-    memory_ids = [m.pk for m in memories]
-    active = active_by_memory(memory_ids)
-    if review_counts is None:
-        review_counts = counts_by_source(memory_ids)
-    cells = {}
+def tier_sizes(memory_ids):
+    """{(memory_id, tier): (count, approximate chars)} of active lessons, summed by the database over
+    these memories only: one query whose rows read are bounded by the page, not the organisation."""
+    from django.db.models import Count, Sum
+    from django.db.models.functions import Length
+
+    rows = (Lesson.objects.filter(memory_id__in=memory_ids, status=LessonStatus.ACTIVE).order_by()
+            .values("memory_id", "tier").annotate(n=Count("id"), chars=Sum(Length("text") + Length("category"))))
+    return {(r["memory_id"], r["tier"]): (r["n"], (r["chars"] or 0) + r["n"] * _LINE_OVERHEAD.get(r["tier"], 6))
+            for r in rows}
+
+
+def home_memories(user, *, q="", team="", waiting=False, include_archived=False, review_counts=None):
+    """The memories home lists for `user`, its teams' first, grouped by team then persona and project."""
+    from django.db.models import F
+
+    from memory.access import visible_memories
+
+    memories = visible_memories(user).select_related("persona", "project__team")
+    if not include_archived:
+        memories = memories.filter(persona__archived_at__isnull=True)
+    if q:
+        memories = memories.filter(Q(persona__name__icontains=q) | Q(project__name__icontains=q)
+                                   | Q(project__slug__icontains=q))
+    if team == "none":
+        memories = memories.filter(project__team__isnull=True)
+    elif team:
+        memories = memories.filter(project__team__slug=team)
+    if waiting:
+        waiting_ids = {m for per_memory in (review_counts or {}).values() for m, n in per_memory.items() if n}
+        memories = memories.filter(pk__in=sorted(waiting_ids))
+    return memories.order_by(F("project__team__name").asc(nulls_last=True), "persona__name", "project__name", "id")
+
+
+def memory_cards(memories, review_counts):
+    """A card per memory of one page: counts and sizes from one aggregate query over those memories."""
+    sizes = tier_sizes([m.pk for m in memories])
+    cards = []
     for memory in memories:
-        core, working = active[memory.pk]
-        core_usage, working_usage = tier_usage(memory, core, working)
-        cells[(memory.persona_id, memory.project_id)] = GridCell(
-            memory, core_usage, working_usage, queue_for(memory.pk, review_counts)
-        )
-    # Only projects some listed persona remembers; an empty column is noise.
-    used_projects = [p for p in projects if any((persona.pk, p.pk) in cells for persona in personas)]
-    rows = [(persona, [cells.get((persona.pk, p.pk)) for p in used_projects]) for persona in personas]
-    archived_count = 0 if include_archived else Persona.objects.filter(archived_at__isnull=False).count()
-    return {"projects": used_projects, "rows": rows, "archived_count": archived_count, "memory_count": len(memories)}
+        core_n, core_chars = sizes.get((memory.pk, Tier.CORE), (0, 0))
+        working_n, working_chars = sizes.get((memory.pk, Tier.WORKING), (0, 0))
+        cards.append(MemoryCard(memory, TierUsage(core_n, core_chars, memory.core_char_budget),
+                                TierUsage(working_n, working_chars, memory.working_char_budget),
+                                queue_for(memory.pk, review_counts)))
+    return cards
 
 
 @dataclass

@@ -13,7 +13,8 @@ from memory.models import Interaction, Memory, PipelineRun
 from memory.pipeline.selectors import relevance_histogram, run_results, runs_needing_a_look
 from memory.pipeline.services import PipelineError, pipeline_start
 from memory.review_queue import run_mark_looked_at
-from memory.roles import APPROVE, approver_required, viewer_required
+from memory.access import APPROVE, can, get_for_user_or_404, memory_for_user_or_404, scope, visible_memories
+from memory.roles import approver_required, viewer_required
 from memory.services import Actor
 from memory.textcheck import bounded_id
 from memory.web import decide, run_progress
@@ -22,25 +23,25 @@ POLL_SECONDS = 1
 PHASES = (("observer", "Observer"), ("reflector", "Reflector"), ("pruner", "Pruner"))
 
 
-def _memories():
-    return list(Memory.objects.select_related("persona", "project").order_by("persona__name", "project__name"))
+def _memories(user):
+    return list(visible_memories(user).select_related("persona", "project").order_by("persona__name", "project__name"))
 
 
 @viewer_required
 @require_GET
 def run_list(request):
-    memories = _memories()
+    memories = _memories(request.user)
     chosen = next((m for m in memories if str(m.pk) == request.GET.get("memory", "")), None)
     interactions = []
     if chosen is not None:
         interactions = list(Interaction.objects.filter(memory=chosen).exclude(transcript=[])
                             .order_by("-created_at", "-id")[:20])
     # needs_look: the list says how long each run in the review queue has waited.
-    runs = list(PipelineRun.objects.select_related("memory__persona", "memory__project")
+    runs = list(scope(PipelineRun.objects.all(), request.user).select_related("memory__persona", "memory__project")
                 .annotate(needs_look=Exists(runs_needing_a_look().filter(pk=OuterRef("pk"))))
                 .order_by("-created_at", "-id")[:50])
     context = {"runs": runs, "memories": memories, "chosen": chosen, "interactions": interactions,
-               "can_approve": request.user.has_perm(APPROVE)}
+               "can_approve": can(request.user, APPROVE, chosen)}
     return TemplateResponse(request, "memory/pipeline/runs.html", context)
 
 
@@ -89,10 +90,10 @@ def _run_context(run):
 @viewer_required
 @require_GET
 def run_detail(request, pk):
-    run = get_object_or_404(PipelineRun.objects.select_related("memory__persona", "memory__project", "interaction"),
-                            pk=pk)
+    run = get_for_user_or_404(request.user, PipelineRun.objects.select_related(
+        "memory__persona", "memory__project", "interaction"), pk=pk)
     context = _run_context(run)
-    context["can_approve"] = request.user.has_perm(APPROVE)
+    context["can_approve"] = can(request.user, APPROVE, run.memory)
     context["needs_look"] = (run.status == PipelineRun.Status.FAILED and run.looked_at is None
                              and runs_needing_a_look().filter(pk=run.pk).exists())
     return run_progress(request, "memory/pipeline/run_detail.html", context, finished=context["finished"])
@@ -101,7 +102,7 @@ def run_detail(request, pk):
 @approver_required
 @require_POST
 def run_looked_at(request, pk):
-    run = get_object_or_404(PipelineRun, pk=pk)
+    run = get_for_user_or_404(request.user, PipelineRun.objects.all(), pk=pk, action=APPROVE)
     return decide(request, lambda: run_mark_looked_at(run=run, user=request.user, needing_a_look=runs_needing_a_look()),
                   refused=ValidationError, then=reverse("pipeline:run", args=[run.pk]),
                   done=f"Pipeline run #{run.pk} is marked as looked at and left the review queue.")
@@ -110,7 +111,7 @@ def run_looked_at(request, pk):
 @approver_required
 @require_POST
 def run_start(request, memory_pk):
-    memory = get_object_or_404(Memory, pk=memory_pk)
+    memory = memory_for_user_or_404(request.user, pk=memory_pk, action=APPROVE)
     interaction = None
     raw = request.POST.get("interaction", "").strip()
     if raw:

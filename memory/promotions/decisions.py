@@ -21,7 +21,7 @@ from memory.models import (
 from memory.promotions.candidates import PromotionError, Status, from_reflector
 from memory.promotions.detection_runs import promotion_detect_request
 from memory.promotions.selectors import core_usage_after
-from memory.roles import APPROVE
+from memory.access import APPROVE, can
 from memory.textcheck import check_text
 
 
@@ -68,8 +68,10 @@ def _already_decided(candidate):
                           by=candidate.decided_by_label or "someone")
 
 
-def _require_approver(actor):
-    if actor.type != ActorType.USER or actor.user is None or not actor.user.has_perm(APPROVE):
+def _require_approver(actor, memory=None):
+    """Without a memory: is the actor an approver anywhere (a bulk decision checks each candidate's
+    memory again as it decides it)."""
+    if actor.type != ActorType.USER or actor.user is None or not can(actor.user, APPROVE, memory):
         raise PermissionDenied("Only a signed-in person with the approver role can decide promotions.")
 
 
@@ -100,8 +102,8 @@ def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, 
     The candidate row is locked first, so of two approvers clicking together one creates the
     lesson and the other is told who already approved it.
     """
-    _require_approver(actor)
     candidate = PromotionCandidate.objects.select_for_update().select_related("memory").get(pk=candidate.pk)
+    _require_approver(actor, candidate.memory)
     if candidate.status != Status.PENDING:
         raise _already_decided(candidate)
     memory = candidate.memory
@@ -153,9 +155,9 @@ def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, 
 @transaction.atomic
 def promotion_reject(*, candidate, actor, reason, bulk=None):
     """Record who rejected the proposal and why; its lessons stay in working memory."""
-    _require_approver(actor)
     reason = _clean_reject_reason(reason)
-    candidate = PromotionCandidate.objects.select_for_update().get(pk=candidate.pk)
+    candidate = PromotionCandidate.objects.select_for_update().select_related("memory").get(pk=candidate.pk)
+    _require_approver(actor, candidate.memory)
     if candidate.status != Status.PENDING:
         raise _already_decided(candidate)
     candidate.status = Status.REJECTED

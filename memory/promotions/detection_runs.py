@@ -317,19 +317,21 @@ def detection_status(memory_ids):
     return {i: found[_status_key(i)] for i in memory_ids if _status_key(i) in found}
 
 
-def detection_targets(memory=None):
-    """The memories detection runs on: those of active personas (one, if asked for and active)."""
-    qs = Memory.objects.filter(persona__is_active=True).select_related("persona", "project").order_by("id")
+def detection_targets(memory=None, *, within=None):
+    """The memories detection runs on: those of active personas (one, if asked for and active), among
+    `within` (a Memory queryset: the memories the person asking may govern) when given."""
+    qs = Memory.objects.all() if within is None else within
+    qs = qs.filter(persona__is_active=True).select_related("persona", "project").order_by("id")
     return list(qs.filter(pk=memory.pk) if memory is not None else qs)
 
 
-def promotion_detect_request(*, memory=None):
+def promotion_detect_request(*, memory=None, within=None):
     """Queue detection for one memory or every active one, after the current transaction commits.
 
     Returns the memories queued. The run itself happens in a worker (promotion_detect_run), so a
     model's check of many groups never holds up a request.
     """
-    targets = detection_targets(memory)
+    targets = detection_targets(memory, within=within)
     for target in targets:
         _set_status(target.pk, "queued", "Detection is queued.")
         enqueue_on_commit("memory.promotions.detect", target.pk)

@@ -8,6 +8,7 @@ from django.core.paginator import Paginator
 from django.db.models import Exists, OuterRef, Prefetch
 from django.utils import timezone
 
+from memory.access import VIEW, scope
 from memory.formats.lines import core_line, render_core
 from memory.models import (
     Lesson,
@@ -23,8 +24,11 @@ from memory.refs import parse_ref_list
 Status = PromotionCandidate.Status
 
 
-def pending_count():
-    return PromotionCandidate.objects.filter(status=Status.PENDING).count()
+def pending_count(memory_ids=None):
+    pending = PromotionCandidate.objects.filter(status=Status.PENDING)
+    if memory_ids is not None:
+        pending = pending.filter(memory_id__in=memory_ids)
+    return pending.count()
 
 
 def core_usage_after(memory):
@@ -90,11 +94,13 @@ class InboxFilters:
         return any((self.persona, self.project, self.memory, self.kind, self.min_age_days))
 
 
-def inbox_candidates(*, filters=None, statuses=(Status.PENDING,)):
+def inbox_candidates(*, user, action=VIEW, filters=None, statuses=(Status.PENDING,)):
     """Every read of candidates from the inbox (cards, bulk decisions, lazily loaded lessons) starts
-    here, so that scoping what a person may see is one filter in one place."""
+    here, so what a person may see (their teams' memories) is one filter in one place. user=None
+    reads every memory's (for callers outside a request)."""
     qs = PromotionCandidate.objects.filter(status__in=statuses)
-    # Team scoping goes here, e.g. qs = qs.filter(memory__project__team__in=teams).
+    if user is not None:
+        qs = scope(qs, user, action)
     filters = filters or InboxFilters()
     if filters.persona:
         qs = qs.filter(memory__persona_id=filters.persona)
@@ -111,38 +117,39 @@ def inbox_candidates(*, filters=None, statuses=(Status.PENDING,)):
     return qs.order_by("created_at", "id")
 
 
-def inbox_page(*, filters=None, page=1, per_page=None):
+def inbox_page(*, user, filters=None, page=1, per_page=None):
     """One page of pending candidates, oldest waiting first, as cards without their supporting
     lessons (those load when a card is opened). Reads a count, the page's rows and the core lessons
     of the page's memories: what it reads is bounded by the page size, not by how many wait."""
-    qs = inbox_candidates(filters=filters).select_related("memory__persona", "memory__project")
+    qs = inbox_candidates(user=user, filters=filters).select_related("memory__persona", "memory__project")
     paginator = Paginator(qs, per_page or INBOX_PAGE_SIZE)
     current = paginator.get_page(page)
     current.object_list = _with_budgets(list(current.object_list))
     return current
 
 
-def recent_decisions(*, filters=None, limit=10):
+def recent_decisions(*, user, filters=None, limit=10):
     """The latest decided candidates, newest first, with what the table shows (no supporting lessons)."""
     return list(
-        inbox_candidates(filters=filters, statuses=(Status.APPROVED, Status.REJECTED, Status.REVERTED))
+        inbox_candidates(user=user, filters=filters, statuses=(Status.APPROVED, Status.REJECTED, Status.REVERTED))
         .select_related("memory__persona", "memory__project", "core_lesson", "bulk")
         .order_by("-decided_at", "-id")[:limit]
     )
 
 
-def recent_bulk_decisions(*, limit=5):
+def recent_bulk_decisions(*, user, limit=5):
     """The latest bulk decisions that decided a candidate this person can see, newest first."""
-    seen = inbox_candidates(statuses=Status.values).filter(bulk=OuterRef("pk"))
+    seen = inbox_candidates(user=user, statuses=Status.values).filter(bulk=OuterRef("pk"))
     return list(PromotionBulkDecision.objects.filter(Exists(seen)).order_by("-created_at", "-id")[:limit])
 
 
-def candidates_for_review(*, statuses=(Status.PENDING,), memory_ids=None, pks=None, limit=None, with_lessons=True):
+def candidates_for_review(*, statuses=(Status.PENDING,), memory_ids=None, pks=None, limit=None, with_lessons=True,
+                          user=None):
     """Candidates with everything a card shows: supporting lessons (refs, confirmations; with
     with_lessons) and the core budget of their memory after promotion. Five queries, however many
     candidates."""
     qs = (
-        inbox_candidates(statuses=statuses)
+        inbox_candidates(user=user, statuses=statuses)
         .select_related("memory__persona", "memory__project", "decided_by", "core_lesson")
         .prefetch_related(Prefetch("core_lesson__refs", queryset=LessonRef.objects.order_by("position", "id")))
     )

@@ -22,10 +22,20 @@ from memory.promotions.services import (
     promotion_detect_request,
     promotion_reject,
 )
-from memory.roles import APPROVE, approver_required, viewer_required
+from memory.access import (
+    APPROVE,
+    can,
+    ensure_visible,
+    get_for_user_or_404,
+    memory_for_user_or_404,
+    visible_memories,
+    visible_memory_ids,
+    visible_personas,
+    visible_projects,
+)
+from memory.roles import approver_required, viewer_required
 from memory.services import Actor
 from memory.textcheck import bounded_id
-from personas.models import Persona, Project
 
 Status = PromotionCandidate.Status
 RECENT_DECISIONS = 10
@@ -33,18 +43,15 @@ RECENT_BULK = 5
 DETECTION_ROWS = 10
 
 
-def _memory_filter(request):
+def _memory_filter(request, action=None):
     raw = request.GET.get("memory") or request.POST.get("memory")
     if not raw:
         return None
-    try:
-        return Memory.objects.select_related("persona", "project").get(pk=bounded_id(raw) or 0)
-    except Memory.DoesNotExist:
-        raise Http404("No such memory") from None
+    return memory_for_user_or_404(request.user, pk=bounded_id(raw) or 0, **({"action": action} if action else {}))
 
 
-def _context(request, **extra):
-    return {"can_approve": request.user.has_perm(APPROVE), "core_categories": CORE_CATEGORIES, **extra}
+def _context(request, memory=None, **extra):
+    return {"can_approve": can(request.user, APPROVE, memory), "core_categories": CORE_CATEGORIES, **extra}
 
 
 def _inbox_filters(request):
@@ -91,20 +98,20 @@ def inbox(request):
     filters, filter_errors = _inbox_filters(request)
     if memory:
         filters = selectors.InboxFilters(**{**filters.__dict__, "memory": memory.pk})
-    page = selectors.inbox_page(filters=filters, page=request.GET.get("page") or 1)
+    page = selectors.inbox_page(user=request.user, filters=filters, page=request.GET.get("page") or 1)
     query = request.GET.copy()
     query.pop("page", None)
     runs = _detection_rows(memory, page.object_list)
     return TemplateResponse(
         request,
         "memory/promotions/inbox.html",
-        _context(request, page=page, pending=page.object_list, filters=filters, filter_errors=filter_errors,
-                 memory=memory, query=query.urlencode(),
-                 personas=Persona.objects.order_by("name").values_list("pk", "name"),
-                 projects=Project.objects.order_by("name").values_list("pk", "name"),
+        _context(request, memory=memory, page=page, pending=page.object_list, filters=filters, filter_errors=filter_errors,
+                 query=query.urlencode(),
+                 personas=visible_personas(request.user).order_by("name").values_list("pk", "name"),
+                 projects=visible_projects(request.user).order_by("name").values_list("pk", "name"),
                  kinds=selectors.KINDS, ages=selectors.AGES,
-                 decided=selectors.recent_decisions(filters=filters, limit=RECENT_DECISIONS),
-                 bulk_decisions=selectors.recent_bulk_decisions(limit=RECENT_BULK),
+                 decided=selectors.recent_decisions(user=request.user, filters=filters, limit=RECENT_DECISIONS),
+                 bulk_decisions=selectors.recent_bulk_decisions(user=request.user, limit=RECENT_BULK),
                  detection_status=runs,
                  detection_running=any(r["state"] in ("queued", "running") for r in runs)),
     )
@@ -115,7 +122,7 @@ def supporting(request, pk):
     """A card's supporting lessons, loaded when the card is opened; without htmx, the candidate's page."""
     if not request.htmx:
         return redirect("promotions:detail", pk=pk)
-    candidate = selectors.inbox_candidates(statuses=Status.values).select_related("memory__project").filter(pk=pk).first()
+    candidate = selectors.inbox_candidates(user=request.user, statuses=Status.values).select_related("memory__project").filter(pk=pk).first()
     if candidate is None:
         raise Http404("No such promotion candidate")
     lessons = list(selectors.supporting_lessons().filter(promotion_candidates=candidate))
@@ -125,10 +132,12 @@ def supporting(request, pk):
 
 @viewer_required
 def candidate_detail(request, pk):
+    ensure_visible(request.user, PromotionCandidate.objects.all(), pk=pk)
     candidate = selectors.candidate_for_review(pk)
     if candidate is None:
         raise Http404("No such promotion candidate")
-    return TemplateResponse(request, "memory/promotions/detail.html", _context(request, candidate=candidate))
+    return TemplateResponse(request, "memory/promotions/detail.html",
+                            _context(request, memory=candidate.memory, candidate=candidate))
 
 
 def _card_response(request, pk, *, error="", warning="", success=""):
@@ -140,8 +149,8 @@ def _card_response(request, pk, *, error="", warning="", success=""):
     return TemplateResponse(
         request,
         "memory/promotions/inbox.html#card-response",
-        _context(request, candidate=candidate, error=error, warning=warning, success=success,
-                 pending_count=selectors.pending_count(), on_detail=on_detail,
+        _context(request, memory=candidate.memory, candidate=candidate, error=error, warning=warning, success=success,
+                 pending_count=selectors.pending_count(visible_memory_ids(request.user)), on_detail=on_detail,
                  draft=draft),
     )
 
@@ -166,7 +175,8 @@ def _validation_text(exc):
 @require_POST
 @approver_required
 def approve(request, pk):
-    candidate = get_object_or_404(PromotionCandidate.objects.select_related("memory"), pk=pk)
+    candidate = get_for_user_or_404(request.user, PromotionCandidate.objects.select_related("memory"), pk=pk,
+                                    action=APPROVE)
     edit = request.POST.get("edit") == "1"
     kwargs = {}
     if edit:
@@ -201,7 +211,7 @@ def approve(request, pk):
 @require_POST
 @approver_required
 def reject(request, pk):
-    candidate = get_object_or_404(PromotionCandidate, pk=pk)
+    candidate = get_for_user_or_404(request.user, PromotionCandidate.objects.all(), pk=pk, action=APPROVE)
     try:
         promotion_reject(candidate=candidate, actor=Actor.for_user(request.user), reason=request.POST.get("reason", ""))
     except AlreadyDecided as exc:
@@ -223,8 +233,12 @@ def bulk_decide(request):
         error = "Nothing was decided: the selection holds something that is not a candidate number."
     else:
         # Only candidates this person can see in the inbox; others answer as if they did not exist.
-        visible = set(selectors.inbox_candidates(statuses=Status.values).filter(pk__in=ids).values_list("pk", flat=True))
-        ids = [i if i in visible else -i for i in ids]
+        visible = set(selectors.inbox_candidates(user=request.user, statuses=Status.values)
+                      .filter(pk__in=ids).values_list("pk", flat=True))
+        decidable = set(selectors.inbox_candidates(user=request.user, action=APPROVE, statuses=Status.values)
+                        .filter(pk__in=visible).values_list("pk", flat=True))
+        not_theirs = [i for i in ids if i in visible and i not in decidable]
+        ids = [i if i in decidable else -i for i in ids if i not in not_theirs]
         try:
             outcome = promotion_bulk_decide(candidate_ids=[i for i in ids if i > 0], actor=Actor.for_user(request.user),
                                             action=request.POST.get("action", ""), reason=request.POST.get("reason", ""))
@@ -232,13 +246,15 @@ def bulk_decide(request):
             error = f"Nothing was decided: {_validation_text(exc)}"
         else:
             outcome.refused.extend({"id": -i, "message": f"Candidate #{-i} does not exist."} for i in ids if i < 0)
+            outcome.refused.extend({"id": i, "message": f"Candidate #{i} needs the approver role in its team."}
+                                   for i in not_theirs)
     if request.htmx:
-        cards = selectors.candidates_for_review(statuses=Status.values, pks=[i for i in ids if i and i > 0],
+        cards = selectors.candidates_for_review(user=request.user, statuses=Status.values, pks=[i for i in ids if i and i > 0],
                                                 with_lessons=False) if outcome else []
         return TemplateResponse(
             request, "memory/promotions/inbox.html#bulk-response",
             _context(request, outcome=outcome, bulk_error=error, cards=cards, oob=True,
-                     pending_count=selectors.pending_count()),
+                     pending_count=selectors.pending_count(visible_memory_ids(request.user))),
         )
     if error:
         messages.error(request, error)
@@ -269,8 +285,8 @@ def _bulk_messages(request, outcome):
 @require_POST
 @approver_required
 def detect(request):
-    memory = _memory_filter(request)
-    targets = promotion_detect_request(memory=memory)
+    memory = _memory_filter(request, action=APPROVE)
+    targets = promotion_detect_request(memory=memory, within=visible_memories(request.user, APPROVE))
     if targets:
         names = ", ".join(f"{m.persona.name} × {m.project.name}" for m in targets[:3])
         more = f" and {len(targets) - 3} more" if len(targets) > 3 else ""

@@ -5,7 +5,8 @@ import json
 
 from django.db.models import Count, Max, Q
 
-from memory.models import Memory, RefinementOperation, RefinementRun
+from memory.access import scope, visible_memories
+from memory.models import RefinementOperation, RefinementRun
 
 STATUS_FILTERS = [("", "All")] + list(RefinementRun.Status.choices)
 
@@ -18,11 +19,11 @@ def runs_needing_a_look():
                    completed_status=RefinementRun.Status.COMPLETED, started_field="started_at")
 
 
-def runs_for_list(status=""):
+def runs_for_list(status="", *, user):
     from django.db.models import Exists, OuterRef
 
     # needs_look: the list says how long each run in the review queue has waited.
-    runs = (RefinementRun.objects.select_related("memory__persona", "memory__project")
+    runs = (scope(RefinementRun.objects.all(), user).select_related("memory__persona", "memory__project")
             .annotate(needs_look=Exists(runs_needing_a_look().filter(pk=OuterRef("pk"))))
             .order_by("-started_at", "-id"))
     if status:
@@ -30,16 +31,16 @@ def runs_for_list(status=""):
     return runs
 
 
-def status_counts():
-    rows = RefinementRun.objects.values("status").annotate(n=Count("id"))
+def status_counts(*, user):
+    rows = scope(RefinementRun.objects.all(), user).values("status").annotate(n=Count("id"))
     counts = {r["status"]: r["n"] for r in rows}
     counts[""] = sum(counts.values())
     return counts
 
 
-def memories_for_refinement():
+def memories_for_refinement(*, user):
     return (
-        Memory.objects.select_related("persona", "project")
+        visible_memories(user).select_related("persona", "project")
         .filter(persona__archived_at__isnull=True)
         .annotate(
             core_count=Count("lessons", filter=Q(lessons__tier="core", lessons__status="active"), distinct=True),

@@ -23,7 +23,15 @@ from memory.refinement.services import (
     refinement_threshold_set,
 )
 from memory.review_queue import run_mark_looked_at
-from memory.roles import APPROVE, approver_required, viewer_required
+from memory.access import (
+    APPROVE,
+    PERSONA,
+    can,
+    get_for_user_or_404,
+    memory_for_user_or_404,
+    visible_memories,
+)
+from memory.roles import approver_required, viewer_required
 from memory.services import Actor, RevertError
 from memory.web import decide, run_progress
 from personas.models import Persona
@@ -37,12 +45,12 @@ def run_list(request):
     status = request.GET.get("status", "")
     if status not in dict(selectors.STATUS_FILTERS):
         status = ""
-    page = Paginator(selectors.runs_for_list(status), 50).get_page(request.GET.get("page"))
-    counts = selectors.status_counts()
+    page = Paginator(selectors.runs_for_list(status, user=request.user), 50).get_page(request.GET.get("page"))
+    counts = selectors.status_counts(user=request.user)
     filters = [{"value": v, "label": label, "count": counts.get(v, 0), "active": v == status}
                for v, label in selectors.STATUS_FILTERS]
     context = {"page": page, "runs": page.object_list, "filters": filters, "status": status,
-               "memories": selectors.memories_for_refinement(), "can_approve": request.user.has_perm(APPROVE),
+               "memories": selectors.memories_for_refinement(user=request.user), "can_approve": can(request.user, APPROVE),
                "op_cap": REFINEMENT_OP_CAP}
     template = "memory/refinement/runs.html#runs-table" if request.htmx else "memory/refinement/runs.html"
     return TemplateResponse(request, template, context)
@@ -56,7 +64,7 @@ def _run_context(request, run):
         "timeline": selectors.run_timeline(run) if finished else [],
         "recent": list(run.operations.order_by("-seq")[:5]) if not finished else [],
         "counts": selectors.run_counts(run),
-        "can_approve": request.user.has_perm(APPROVE),
+        "can_approve": can(request.user, APPROVE, run.memory),
         "can_revert": finished and run.status == RefinementRun.Status.COMPLETED and run.batch_id is not None,
         "needs_look": finished and run.looked_at is None and run.status in (RefinementRun.Status.TERMINATED,
                                                                              RefinementRun.Status.FAILED)
@@ -69,8 +77,8 @@ def _run_context(request, run):
 @viewer_required
 @require_GET
 def run_detail(request, pk):
-    run = get_object_or_404(RefinementRun.objects.select_related("memory__persona", "memory__project", "batch",
-                                                                 "prompt_version", "requested_by"), pk=pk)
+    run = get_for_user_or_404(request.user, RefinementRun.objects.select_related(
+        "memory__persona", "memory__project", "batch", "prompt_version", "requested_by"), pk=pk)
     context = _run_context(request, run)
     return run_progress(request, "memory/refinement/run_detail.html", context, finished=context["finished"])
 
@@ -78,7 +86,7 @@ def run_detail(request, pk):
 @approver_required
 @require_POST
 def run_start(request, memory_pk):
-    memory = get_object_or_404(Memory.objects.select_related("persona"), pk=memory_pk)
+    memory = memory_for_user_or_404(request.user, pk=memory_pk, action=APPROVE)
     if memory.persona.archived_at or not memory.persona.is_active:
         messages.error(request, f"{memory.persona.name} is archived or inactive; refinement does not run for it.")
         return redirect("refinement:runs")
@@ -95,7 +103,7 @@ def run_start(request, memory_pk):
 @approver_required
 @require_POST
 def run_revert(request, pk):
-    run = get_object_or_404(RefinementRun.objects.select_related("batch"), pk=pk)
+    run = get_for_user_or_404(request.user, RefinementRun.objects.select_related("batch"), pk=pk, action=APPROVE)
     return decide(request, lambda: refinement_run_revert(run=run, actor=Actor.for_user(request.user)),
                   refused=RevertError, then=reverse("refinement:run", args=[run.pk]),
                   done=f"Refinement run #{run.pk} was reverted as one change.")
@@ -104,7 +112,7 @@ def run_revert(request, pk):
 @approver_required
 @require_POST
 def run_looked_at(request, pk):
-    run = get_object_or_404(RefinementRun, pk=pk)
+    run = get_for_user_or_404(request.user, RefinementRun.objects.all(), pk=pk, action=APPROVE)
     return decide(request, lambda: run_mark_looked_at(run=run, user=request.user,
                                                       needing_a_look=selectors.runs_needing_a_look()),
                   refused=ValidationError, then=reverse("refinement:run", args=[run.pk]),
@@ -121,7 +129,7 @@ class PromptForm(forms.Form):
 
 
 def _preview_memory(persona, request):
-    memories = list(Memory.objects.filter(persona=persona).select_related("project").order_by("project__name"))
+    memories = list(visible_memories(request.user).filter(persona=persona).select_related("project").order_by("project__name"))
     chosen = request.GET.get("memory") or request.POST.get("memory")
     memory = next((m for m in memories if str(m.pk) == chosen), memories[0] if memories else None)
     return memories, memory
@@ -139,7 +147,7 @@ def _prompt_context(request, persona, form, text):
 
 @approver_required
 def prompt_edit(request, persona_pk):
-    persona = get_object_or_404(Persona, pk=persona_pk)
+    persona = get_for_user_or_404(request.user, Persona.objects.all(), pk=persona_pk, action=APPROVE, via=PERSONA)
     if request.method == "POST":
         form = PromptForm(request.POST)
         if form.is_valid() and "preview" not in request.POST:
@@ -163,7 +171,7 @@ def prompt_edit(request, persona_pk):
 @approver_required
 @require_POST
 def prompt_preview(request, persona_pk):
-    persona = get_object_or_404(Persona, pk=persona_pk)
+    persona = get_for_user_or_404(request.user, Persona.objects.all(), pk=persona_pk, action=APPROVE, via=PERSONA)
     text = request.POST.get("text", "")[:MAX_PROMPT_CHARS]
     memories, memory = _preview_memory(persona, request)
     context = {"persona": persona, "memory": memory, "uses_default": not text.strip(),
@@ -174,7 +182,7 @@ def prompt_preview(request, persona_pk):
 @approver_required
 @require_POST
 def threshold_set(request, persona_pk):
-    persona = get_object_or_404(Persona, pk=persona_pk)
+    persona = get_for_user_or_404(request.user, Persona.objects.all(), pk=persona_pk, action=APPROVE, via=PERSONA)
     try:
         refinement_threshold_set(persona=persona, percent=request.POST.get("threshold", ""))
     except ValidationError as exc:
@@ -188,8 +196,8 @@ def threshold_set(request, persona_pk):
 @approver_required
 @require_POST
 def prompt_restore(request, persona_pk, version_pk):
-    version = get_object_or_404(RefinementPromptVersion.objects.select_related("persona"), pk=version_pk,
-                                persona_id=persona_pk)
+    version = get_for_user_or_404(request.user, RefinementPromptVersion.objects.select_related("persona"),
+                                  pk=version_pk, persona_id=persona_pk, action=APPROVE, via="persona__team")
     try:
         new = refinement_prompt_restore(version=version, user=request.user)
     except ValidationError as exc:

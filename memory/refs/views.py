@@ -14,6 +14,7 @@ from memory.lessons.views.lessons import _curate
 from memory.models import LessonRef, Memory, RefCheck
 from memory.refs import services
 from memory.refs.tasks import check_refs
+from memory.access import CURATE, get_for_user_or_404, memory_for_user_or_404
 from memory.roles import curator_required
 from memory.web import actor_for, error_messages, reason_from, safe_next
 
@@ -27,7 +28,7 @@ def _back_to_memory(request, memory_id):
 @curator_required
 def refs_check(request, memory_id):
     """Check the refs of the memory's project now (in-process by default, else on a worker)."""
-    memory = get_object_or_404(Memory.objects.select_related("project"), pk=memory_id)
+    memory = memory_for_user_or_404(request.user, pk=memory_id, action=CURATE)
     asked_at = timezone.now()
     check_refs.delay(memory.project_id)  # nothing written here, so nothing to wait for
     check = RefCheck.objects.filter(project_id=memory.project_id, started_at__gte=asked_at).order_by("-id").first()
@@ -43,7 +44,8 @@ def refs_check(request, memory_id):
 
 
 def _ref_action(request, ref_id, service, done):
-    ref = get_object_or_404(LessonRef, pk=ref_id)
+    ref = get_for_user_or_404(request.user, LessonRef.objects.all(), pk=ref_id, action=CURATE,
+                              via="lesson__memory__project__team")
     return _curate(request, ref.lesson_id,
                    lambda lesson: service(ref=ref, actor=actor_for(request), reason=reason_from(request)), done)
 
@@ -71,7 +73,7 @@ def ref_retire(request, ref_id):
 @require_POST
 @curator_required
 def refs_accept_moved(request, memory_id):
-    memory = get_object_or_404(Memory, pk=memory_id)
+    memory = memory_for_user_or_404(request.user, pk=memory_id, action=CURATE)
     try:
         batch = services.refs_accept_moved(memory=memory, actor=actor_for(request), reason=reason_from(request))
     except (ValidationError, PermissionDenied) as exc:

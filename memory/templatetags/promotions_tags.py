@@ -3,6 +3,7 @@
 from django import template
 from django.utils.html import format_html
 
+from memory.access import access_for
 from memory.roles import VIEW
 
 register = template.Library()
@@ -13,7 +14,7 @@ def pending_promotions(context):
     queue's counts: the Promotions badge, the Memories badge and the home page cannot disagree."""
     request = context.get("request")
     user = getattr(request, "user", None) or context.get("user")
-    if user is None or not user.is_authenticated or not user.has_perm(VIEW):
+    if user is None or not user.is_authenticated or not access_for(user).anywhere(VIEW):
         return None
     from memory.review_queue import request_counts
 

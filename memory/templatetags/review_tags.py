@@ -4,6 +4,7 @@ from django import template
 from django.conf import settings
 
 from memory.review_queue import queue_total, request_counts
+from memory.access import access_for, visible_memory_ids
 from memory.roles import VIEW
 
 register = template.Library()
@@ -14,7 +15,7 @@ def review_queue(context):
     """The product-wide Queue (None for users who cannot see memories); counted once per request."""
     request = context.get("request")
     user = getattr(request, "user", None) or context.get("user")
-    if user is None or not user.is_authenticated or not user.has_perm(VIEW):
+    if user is None or not user.is_authenticated or not access_for(user).anywhere(VIEW):
         return None
     return queue_total(request_counts(request))
 
@@ -42,6 +43,6 @@ def overdue_reviews(context):
 
     request = context.get("request")
     user = getattr(request, "user", None) or context.get("user")
-    if user is None or not user.is_authenticated or not user.has_perm(VIEW):
+    if user is None or not user.is_authenticated or not access_for(user).anywhere(VIEW):
         return None
-    return overdue()
+    return overdue(visible_memory_ids(user))

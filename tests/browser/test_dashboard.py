@@ -22,12 +22,15 @@ def test_home_grid_and_memory_page(page, login, make_user, screenshot):
     expect(page).to_have_url(re.compile(r"/accounts/login/\?next="))
     screenshot("login")
     login("lead")
-    expect(page.locator("table.grid")).to_be_visible()
-    expect(page.locator("tbody tr")).to_have_count(3)  # the archived persona is hidden
+    expect(page.locator("#memory-list")).to_be_visible()
+    expect(page.locator("li.memory-card")).to_have_count(5)  # a card per memory; none of the archived persona
     expect(page.locator(".budget-over").first).to_be_visible()  # a tier over its budget is red
     screenshot("home")
-    page.get_by_role("link", name="Show 1 archived persona").click()
-    expect(page.locator("tbody tr")).to_have_count(4)
+    expect(page.locator("main")).not_to_contain_text("Legacy Bot")
+    # A phone reads the same cards in one column, without scrolling sideways.
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.set_viewport_size({"width": 1400, "height": 900})
     page.goto(memory.get_absolute_url())
     expect(page.locator(".tier-heading").first).to_contain_text("Core Lessons")
     expect(page.locator(".budget-marker")).to_have_count(1)

@@ -43,9 +43,30 @@ def _main_pages():
     ]
 
 
+def _organisation_tree():
+    """At least 9 personas × 7 projects in two teams, with combinations that have no memory: the home
+    page of an organisation, not of a demo."""
+    from memory import services
+    from personas.models import Project, Team
+
+    for n in range(Persona.objects.count(), 9):
+        Persona.objects.create(name=f"Agent {n + 1}", role="Reviewer")
+    for n in range(Project.objects.count(), 7):
+        Project.objects.create(slug=f"service-{n + 1}", name=f"Service {n + 1}")
+    platform, web = Team.objects.create(name="Platform", slug="platform"), Team.objects.create(name="Web", slug="web")
+    for i, project in enumerate(Project.objects.order_by("id")):
+        project.team = platform if i % 2 else web
+        project.save(update_fields=["team"])
+    for i, persona in enumerate(Persona.objects.order_by("id")):
+        for j, project in enumerate(Project.objects.order_by("id")):
+            if (i + j) % 3 == 0:
+                services.memory_get_or_create(persona=persona, project=project)
+
+
 @pytest.fixture
 def demo(transactional_db):
     seed_demo(_Quiet())
+    _organisation_tree()
     User.objects.create_superuser("boss", "boss@example.com", "pw-for-tests-1")
 
 

@@ -32,7 +32,7 @@ def test_stale_refs_wait_for_review_and_a_move_is_accepted(page, login, make_use
     login("cur")
 
     page.goto("/")
-    expect(page.locator("table.grid")).to_contain_text("2 refs to review")
+    expect(page.locator("#memory-list")).to_contain_text("2 refs to review")
     screenshot("home")
 
     page.goto(f"/memories/{memory.pk}/")

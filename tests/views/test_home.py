@@ -48,7 +48,7 @@ def test_archived_personas_hidden_behind_toggle(client_for, viewer, project):
     client = client_for(viewer)
     html = client.get(URL).content.decode()
     assert live.persona.name in html and "Old Reviewer" not in html
-    assert "Show 1 archived persona" in html
+    assert "Show 1 memory of archived personas" in html
     html = client.get(URL + "?archived=1").content.decode()
     assert "Old Reviewer" in html and archived.get_absolute_url() in html
 
@@ -69,9 +69,9 @@ def test_empty_state(client_for, viewer):
     assert "No memories yet" in client_for(viewer).get(URL).content.decode()
 
 
-def _fill(n):
-    projects = [ProjectFactory() for _ in range(2)]
-    for persona in [PersonaFactory() for _ in range(2)]:
+def _fill(n, personas=2, projects=2):
+    projects = [ProjectFactory() for _ in range(projects)]
+    for persona in [PersonaFactory() for _ in range(personas)]:
         for project in projects:
             memory = MemoryFactory(persona=persona, project=project)
             for i in range(n):
@@ -79,18 +79,58 @@ def _fill(n):
                             tier="core" if i % 5 == 0 else "working", category="PATTERN")
 
 
-def _count(client, django_assert_num_queries, expected):
+def _count(client, django_assert_num_queries, expected, url=URL):
     with django_assert_num_queries(expected) as ctx:
-        assert client.get(URL).status_code == 200
+        assert client.get(url).status_code == 200
     return ctx
 
 
+# session, user, user permissions, group permissions, the review queue (one UNION of pending promotions,
+# pending compactions, refinement and pipeline runs that need a look and refs to review; shared by both nav
+# badges and the page), the team headings (one grouped count), the page's count, the page's memories,
+# one aggregate of the page's lessons
+HOME_QUERIES = 9
+
+
 def test_query_count_does_not_grow_with_lessons(client_for, viewer, django_assert_num_queries, db):
-    # session, user, user permissions, group permissions, the review queue (one UNION of pending promotions,
-    # pending compactions, refinement and pipeline runs that need a look and refs to review; shared by both nav
-    # badges and the grid), personas, projects, memories, lessons, refs, archived count
     client = client_for(viewer)
     _fill(10)
-    _count(client, django_assert_num_queries, 11)
+    _count(client, django_assert_num_queries, HOME_QUERIES)
     _fill(250)  # 4 more memories with 250 lessons each: 1,000 more lessons
-    _count(client, django_assert_num_queries, 11)
+    _count(client, django_assert_num_queries, HOME_QUERIES)
+
+
+def test_query_count_does_not_grow_with_memories(client_for, viewer, django_assert_num_queries, db):
+    client = client_for(viewer)
+    _fill(2, personas=9, projects=7)  # 63 memories: more than a page
+    _count(client, django_assert_num_queries, HOME_QUERIES)
+    _count(client, django_assert_num_queries, HOME_QUERIES, url=URL + "?page=2")
+
+
+def test_page_size_bounds_the_lessons_read(client_for, viewer, db):
+    """The lesson aggregate reads the lessons of the page's memories only, never the organisation's."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.lessons.selectors import HOME_PAGE_SIZE
+
+    _fill(3, personas=9, projects=7)
+    with CaptureQueriesContext(connection) as ctx:
+        html = client_for(viewer).get(URL).content.decode()
+    lesson_reads = [q["sql"] for q in ctx.captured_queries if q["sql"].startswith('SELECT "memory_lesson"')]
+    assert len(lesson_reads) == 1, lesson_reads
+    sql = lesson_reads[0]
+    assert '"memory_lesson"."memory_id" IN (' in sql
+    in_list = sql.split('"memory_lesson"."memory_id" IN (')[1].split(")")[0]
+    assert len(in_list.split(",")) == HOME_PAGE_SIZE
+    assert html.count('<li class="memory-card') == HOME_PAGE_SIZE
+    assert "Page 1 of 3" in html
+
+
+def test_filter_by_name_and_waiting(client_for, viewer, memory, other_persona, project):
+    other = MemoryFactory(persona=other_persona, project=project)
+    client = client_for(viewer)
+    html = client.get(URL + "?q=" + other_persona.name[:3]).content.decode()
+    assert other.get_absolute_url() in html and memory.get_absolute_url() not in html
+    html = client.get(URL + "?waiting=1").content.decode()
+    assert "No memory matches these filters" in html

@@ -16,6 +16,7 @@ from memory.lessons.addressing import resolve_memory
 from memory.lessons.selectors import cited_entries, lesson_changes, lesson_with_context, memory_batches
 from memory.models import Change, ChangeBatch, Lesson
 from memory.rendering import snapshot_diff
+from memory.access import CURATE, can, ensure_visible, get_for_user_or_404
 from memory.roles import APPROVE, curator_required, viewer_required
 from memory.services import RevertError
 from memory.web import actor_for, error_messages, reason_from, safe_next
@@ -34,29 +35,30 @@ def memory_history(request, **address):
     if moved:
         return moved
     page = Paginator(memory_batches(memory), BATCHES_PER_PAGE).get_page(request.GET.get("page"))
-    approver = request.user.has_perm(APPROVE)
+    approver = can(request.user, APPROVE, memory)
     # An approver's batch is offered for revert to approvers only (the service refuses the others).
     batches = [{"batch": b, "entries": [_entry(c) for c in b.changes.all()],
                 "can_revert": approver or b.kind not in services.APPROVER_BATCH_KINDS} for b in page.object_list]
-    context = {"memory": memory, "page": page, "batches": batches}
+    context = {"memory": memory, "page": page, "batches": batches, "may_curate": can(request.user, CURATE, memory)}
     template = "memory/lessons/memory_history.html" + ("#history-list" if request.htmx else "")
     return TemplateResponse(request, template, context)
 
 
 @viewer_required
 def lesson_history(request, lesson_id):
-    lesson = _get_lesson(lesson_id)
+    lesson = _get_lesson(request.user, lesson_id)
     page = Paginator(lesson_changes(lesson), CHANGES_PER_PAGE).get_page(request.GET.get("page"))
     project = lesson.memory.project
     refs = [(ref, project.permalink(ref.path, ref.start_line, ref.end_line)) for ref in lesson.refs.all()]
     context = {"lesson": lesson, "memory": lesson.memory, "page": page, "refs": refs,
-               "source_entries": cited_entries(lesson),
+               "source_entries": cited_entries(lesson), "may_curate": can(request.user, CURATE, lesson.memory),
                "entries": [_entry(c) for c in page.object_list]}
     template = "memory/lessons/lesson_history.html" + ("#history-list" if request.htmx else "")
     return TemplateResponse(request, template, context)
 
 
-def _get_lesson(lesson_id):
+def _get_lesson(user, lesson_id):
+    ensure_visible(user, Lesson.objects.all(), pk=lesson_id)  # another team's lesson: 404
     try:
         return lesson_with_context(lesson_id)
     except Lesson.DoesNotExist:
@@ -85,7 +87,7 @@ def _reverted(request, default, error=None, done="", batch=None):
 @require_POST
 @curator_required
 def change_revert(request, change_id):
-    change = get_object_or_404(Change.objects.select_related("batch"), pk=change_id)
+    change = get_for_user_or_404(request.user, Change.objects.select_related("batch"), pk=change_id, action=CURATE)
     default = reverse("lesson_history", args=[change.lesson_id])
     try:
         revert = services.change_revert(change=change, actor=actor_for(request), reason=reason_from(request))
@@ -106,7 +108,8 @@ def change_revert(request, change_id):
 @require_POST
 @curator_required
 def batch_revert(request, batch_id):
-    batch = get_object_or_404(ChangeBatch.objects.select_related("memory__persona", "memory__project"), pk=batch_id)
+    batch = get_for_user_or_404(request.user, ChangeBatch.objects.select_related("memory__persona", "memory__project"),
+                                pk=batch_id, action=CURATE)
     default = batch.memory.history_url()
     try:
         revert = services.batch_revert(batch=batch, actor=actor_for(request), reason=reason_from(request))

@@ -1,15 +1,62 @@
+"""Home: a lead's review queue and their teams' memories, a page at a time, grouped by team.
+
+Nothing here grows with the organisation: the queue is one counting query, each page reads its own
+memories and one aggregate of their lessons, and the team headings come from one grouped count.
+"""
+
+from django.core.paginator import Paginator
+from django.db.models import Count, Q
 from django.template.response import TemplateResponse
 
-from memory.lessons.selectors import home_grid
+from memory.access import visible_memories
+from memory.lessons.selectors import HOME_PAGE_SIZE, home_memories, memory_cards
 from memory.review_queue import queue_total, request_counts
 from memory.roles import viewer_required
 
 
+def _read_filters(params):
+    return {
+        "q": (params.get("q") or "").strip()[:100],
+        "team": (params.get("team") or "").strip()[:100],
+        "waiting": params.get("waiting") == "1",
+        "include_archived": params.get("archived") == "1",
+    }
+
+
+def _teams(user):
+    """[{id, name, slug, memories, archived}] of the teams whose memories the user sees (one query)."""
+    rows = (visible_memories(user).order_by().values("project__team_id", "project__team__name", "project__team__slug")
+            .annotate(memories=Count("id", filter=Q(persona__archived_at__isnull=True)),
+                      archived=Count("id", filter=Q(persona__archived_at__isnull=False))))
+    teams = [{"id": r["project__team_id"], "name": r["project__team__name"] or "No team",
+              "slug": r["project__team__slug"] or "none", "memories": r["memories"], "archived": r["archived"]}
+             for r in rows]
+    return sorted(teams, key=lambda t: (t["id"] is None, t["name"].lower()))
+
+
 @viewer_required
 def home(request):
-    include_archived = request.GET.get("archived") == "1"
+    filters = _read_filters(request.GET)
     # The same counts as the nav badge, so the page and the badge cannot disagree.
     review_counts = request_counts(request)
-    context = {"include_archived": include_archived, "queue": queue_total(review_counts),
-               **home_grid(include_archived=include_archived, review_counts=review_counts)}
-    return TemplateResponse(request, "memory/lessons/home.html", context)
+    teams = _teams(request.user)
+    memories = home_memories(request.user, review_counts=review_counts, **filters)
+    page = Paginator(memories, HOME_PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        **filters,
+        "queue": queue_total(review_counts),
+        "teams": teams,
+        # A one-team install has no teams at all: no headings, nothing new to read.
+        "show_teams": any(t["id"] is not None for t in teams),
+        "memory_count": sum(t["memories"] for t in teams) + (sum(t["archived"] for t in teams)
+                                                             if filters["include_archived"] else 0),
+        "archived_count": sum(t["archived"] for t in teams),
+        "page": page,
+        "cards": memory_cards(list(page.object_list), review_counts),
+        "filtered": bool(filters["q"] or filters["team"] or filters["waiting"]),
+        "query_string": query.urlencode(),
+    }
+    template = "memory/lessons/home.html" + ("#memory-list" if request.htmx else "")
+    return TemplateResponse(request, template, context)

@@ -1,6 +1,6 @@
 """One interaction as the memory received it: summary, changed files, the transcript, what came of it."""
 
-from django.shortcuts import get_object_or_404
+from memory.access import get_for_user_or_404
 from django.template.response import TemplateResponse
 
 from memory.models import Interaction, LessonStatus, PipelineRun
@@ -10,8 +10,9 @@ from memory.roles import viewer_required
 
 @viewer_required
 def interaction_detail(request, interaction_id):
-    interaction = get_object_or_404(Interaction.objects.select_related("memory__persona", "memory__project"),
-                                    pk=interaction_id)
+    interaction = get_for_user_or_404(request.user,
+                                      Interaction.objects.select_related("memory__persona", "memory__project"),
+                                      pk=interaction_id)
     lessons = list(interaction.lessons.order_by("id").only("id", "text", "status", "tier", "category",
                                                            "source_entry_ids", "interaction_id"))
     cited = {}

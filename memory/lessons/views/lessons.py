@@ -15,6 +15,7 @@ from memory import services
 from memory.lessons.selectors import budget_state, lesson_with_context
 from memory.models import ALL_CATEGORIES, CORE_CATEGORIES, Category, Lesson, LessonStatus, Relevance, Tier
 from memory.refs import format_ref_list
+from memory.access import CURATE, get_for_user_or_404
 from memory.roles import curator_required, viewer_required
 from memory.services import MAX_LESSON_CHARS
 from memory.web import actor_for, error_messages, reason_from, safe_next
@@ -77,7 +78,7 @@ def _back(request, lesson):
 @viewer_required
 def lesson_row(request, lesson_id):
     """One lesson row: what an inline edit's Cancel swaps back in."""
-    lesson = get_object_or_404(Lesson, pk=lesson_id)
+    lesson = get_for_user_or_404(request.user, Lesson.objects.all(), pk=lesson_id)
     if not request.htmx:
         return _back(request, lesson)
     return _row_response(request, lesson)
@@ -85,7 +86,8 @@ def lesson_row(request, lesson_id):
 
 @curator_required
 def lesson_edit(request, lesson_id):
-    lesson = get_object_or_404(Lesson.objects.select_related("memory__persona", "memory__project"), pk=lesson_id)
+    lesson = get_for_user_or_404(request.user, Lesson.objects.select_related("memory__persona", "memory__project"),
+                                 pk=lesson_id, action=CURATE)
     if lesson.status != LessonStatus.ACTIVE:
         error = f"This lesson is {lesson.get_status_display().lower()}: restore it before editing it."
         if request.htmx:
@@ -119,7 +121,7 @@ def lesson_edit(request, lesson_id):
 
 
 def _curate(request, lesson_id, action, done):
-    lesson = get_object_or_404(Lesson, pk=lesson_id)
+    lesson = get_for_user_or_404(request.user, Lesson.objects.all(), pk=lesson_id, action=CURATE)
     try:
         action(lesson)
     except (ValidationError, PermissionDenied) as exc:

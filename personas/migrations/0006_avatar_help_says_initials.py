@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('personas', '0004_persona_detection_token_budget'),
+        ('personas', '0005_teams_memberships_and_their_history'),
     ]
 
     operations = [

@@ -1,0 +1,49 @@
+"""The helpers other views use to scope themselves: with_memory, scope, get_for_user_or_404."""
+
+import pytest
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse
+from django.test import RequestFactory
+
+from memory.access import APPROVE, CURATE, VIEW, can, scope, visible_memories, with_memory
+from memory.models import Lesson
+from personas.models import Membership, Team
+from tests.factories import MemoryFactory, PersonaFactory, ProjectFactory, make_lesson
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def two_teams(django_user_model):
+    red, blue = Team.objects.create(name="Red", slug="red"), Team.objects.create(name="Blue", slug="blue")
+    red_memory = MemoryFactory(persona=PersonaFactory(team=red), project=ProjectFactory(slug="r", team=red))
+    blue_memory = MemoryFactory(persona=PersonaFactory(team=blue), project=ProjectFactory(slug="b", team=blue))
+    curator = django_user_model.objects.create_user("red-curator")
+    Membership.objects.create(team=red, user=curator, role="curator")
+    return red_memory, blue_memory, curator
+
+
+@with_memory(CURATE, kwarg="memory_pk")
+def _view(request, memory):
+    return HttpResponse(f"{memory.persona.name}")
+
+
+def test_with_memory_hands_the_view_its_memory_or_404_or_403(two_teams):
+    red, blue, curator = two_teams
+    request = RequestFactory().post("/")
+    request.user = curator
+    assert _view(request, memory_pk=red.pk).content.decode() == red.persona.name
+    with pytest.raises(Http404):
+        _view(request, memory_pk=blue.pk)  # another team's memory is not found
+    approve_only = with_memory(APPROVE, kwarg="memory_pk")(lambda request, memory: HttpResponse())
+    with pytest.raises(PermissionDenied):
+        approve_only(request, memory_pk=red.pk)  # their own team's, but a curator cannot approve
+
+
+def test_scope_filters_anything_hanging_off_a_memory(two_teams):
+    red, blue, curator = two_teams
+    mine, theirs = make_lesson(red, "Red lesson"), make_lesson(blue, "Blue lesson")
+    assert list(scope(Lesson.objects.all(), curator)) == [mine]
+    assert list(scope(Lesson.objects.all(), curator, APPROVE)) == []
+    assert list(visible_memories(curator)) == [red]
+    assert can(curator, CURATE, red) and not can(curator, VIEW, blue) and not can(curator, APPROVE, red)
