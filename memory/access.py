@@ -27,7 +27,10 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import F, Q
 from django.http import Http404
 
-from memory.roles import APPROVE, CURATE, VIEW
+# The three actions, as the permissions a site-wide role's group holds (memory/roles.py creates them).
+VIEW = "memory.view_memory"
+CURATE = "memory.curate_memory"
+APPROVE = "memory.approve_memory"
 
 __all__ = ["VIEW", "CURATE", "APPROVE", "MEMORY", "PERSONA", "PROJECT", "access_for", "scope",
            "visible_memories", "memory_for_user_or_404", "get_for_user_or_404", "can", "visible_personas",

@@ -10,9 +10,7 @@ from functools import wraps
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 
-VIEW = "memory.view_memory"
-CURATE = "memory.curate_memory"
-APPROVE = "memory.approve_memory"
+from memory.access import APPROVE, CURATE, VIEW, access_for  # noqa: F401 (the actions are named here too)
 
 ROLE_PERMISSIONS = {
     "viewer": ["view_memory"],
@@ -29,8 +27,6 @@ def permission_required(perm):
         @wraps(view)
         @login_required
         def wrapped(request, *args, **kwargs):
-            from memory.access import access_for
-
             if not access_for(request.user).anywhere(perm):
                 raise PermissionDenied
             return view(request, *args, **kwargs)

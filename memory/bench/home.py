@@ -2,7 +2,7 @@
 
 Home reads one page of memories and one aggregate of their lessons, so its time must not follow the
 size of the organisation: the target is at most twice its time on the demo data. Lessons are
-written in bulk (the figure is about reading them); the page is requested through Django's test
+written through the write path's bulk insert (the figure is about reading them); the page is requested through Django's test
 client as a superuser, the median of several runs.
 
 Run alone with `python manage.py bench --only home` (a throw-away SQLite database unless
@@ -19,7 +19,10 @@ MAX_RATIO = 2.0
 
 
 def _grow(memories, lessons):
-    from memory.models import Lesson, Memory, content_hash
+    from django.db import transaction
+
+    from memory import services
+    from memory.models import ChangeBatch, Memory
     from personas.models import Persona, Project, Team
 
     team = Team.objects.get_or_create(slug="bench", defaults={"name": "Bench"})[0]
@@ -31,14 +34,20 @@ def _grow(memories, lessons):
             for i in range(max(0, memories - Memory.objects.count()))]
     per_memory = max(1, lessons // max(1, len(made)))
     start = date(2025, 1, 1)
-    rows = []
-    for memory in made:
-        for n in range(per_memory):
-            text = f"Lesson {n} of memory {memory.pk}: src/module_{n % 40}.py keeps a cache per request"
-            rows.append(Lesson(memory=memory, tier="core" if n % 10 == 0 else "working",
-                               category="PATTERN" if n % 10 == 0 else "OBSERVATION", text=text,
-                               lesson_date=start + timedelta(days=n % 300), content_hash=content_hash(text)))
-    Lesson.objects.bulk_create(rows, batch_size=5_000)
+    actor = services.Actor.system("bench")
+    with transaction.atomic():
+        batches = services.batches_create([services.batch_build(memory=m, kind=ChangeBatch.Kind.IMPORT, actor=actor)
+                                           for m in made])
+        rows = []
+        for memory, batch in zip(made, batches):
+            for n in range(per_memory):
+                text = f"Lesson {n} of memory {memory.pk}: src/module_{n % 40}.py keeps a cache per request"
+                rows.append(services.NewLesson(
+                    batch_id=batch.pk, memory_id=memory.pk, tier="core" if n % 10 == 0 else "working",
+                    category="PATTERN" if n % 10 == 0 else "OBSERVATION", text=text,
+                    lesson_date=start + timedelta(days=n % 300), section=n))
+        services.lessons_bulk_create(rows)
+        services.memories_bump_version([m.pk for m in made])
     return len(made), len(rows)
 
 

@@ -27,7 +27,7 @@ from memory.compaction.staleness import covered_changes
 from memory.compaction.tasks import compaction_propose_task
 from memory.formats.lines import render_working
 from memory.models import ALL_CATEGORIES, CompactionProposal, Memory, ProposalLine
-from memory.access import APPROVE, can, ensure_visible, get_for_user_or_404, memory_for_user_or_404
+from memory.access import APPROVE, can, ensure_visible, get_for_user_or_404, memory_for_user_or_404, scope
 from memory.roles import approver_required, viewer_required
 from memory.selectors import with_refs
 from memory.services import Actor, RevertError
@@ -64,8 +64,13 @@ def compaction_bulk_reject_view(request):
     try:
         if any(i is None for i in ids):
             raise ValidationError("the selection holds something that is not a proposal number.")
-        outcome = compaction_bulk_reject(proposal_ids=ids, actor=Actor.for_user(request.user),
-                                         reason=request.POST.get("reason", ""))
+        # Proposals of memories this person may not decide answer as if they did not exist.
+        decidable = set(scope(CompactionProposal.objects.filter(pk__in=ids), request.user, APPROVE)
+                        .values_list("pk", flat=True))
+        outcome = compaction_bulk_reject(proposal_ids=[i for i in ids if i in decidable],
+                                         actor=Actor.for_user(request.user), reason=request.POST.get("reason", ""))
+        outcome["refused"].extend({"id": i, "message": "there is no such proposal."}
+                                  for i in ids if i not in decidable)
     except ValidationError as exc:
         messages.error(request, "Nothing was rejected: " + " ".join(exc.messages))
     else:

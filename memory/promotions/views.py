@@ -120,11 +120,11 @@ def inbox(request):
 @viewer_required
 def supporting(request, pk):
     """A card's supporting lessons, loaded when the card is opened; without htmx, the candidate's page."""
-    if not request.htmx:
-        return redirect("promotions:detail", pk=pk)
     candidate = selectors.inbox_candidates(user=request.user, statuses=Status.values).select_related("memory__project").filter(pk=pk).first()
     if candidate is None:
         raise Http404("No such promotion candidate")
+    if not request.htmx:
+        return redirect("promotions:detail", pk=pk)
     lessons = list(selectors.supporting_lessons().filter(promotion_candidates=candidate))
     return TemplateResponse(request, "memory/promotions/inbox.html#supporting-table",
                             {"candidate": candidate, "lessons": lessons})

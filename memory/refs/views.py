@@ -89,7 +89,7 @@ def refs_bulk(request, memory_id):
     """Drop the selected refs, or retire their lessons; each lesson is its own revertible change."""
     from memory.textcheck import bounded_id
 
-    memory = get_object_or_404(Memory, pk=memory_id)
+    memory = memory_for_user_or_404(request.user, pk=memory_id, action=CURATE)
     ids = [bounded_id(raw) for raw in request.POST.getlist("ref")]
     try:
         if any(i is None for i in ids):

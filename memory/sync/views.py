@@ -3,11 +3,12 @@
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.views.decorators.http import require_POST
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from memory.roles import CURATE, curator_required, viewer_required
+from memory.access import CURATE, can, get_for_user_or_404, scope
+from memory.roles import curator_required, viewer_required
 from memory.sync.models import SyncConflict
 from memory.sync.services import sync_conflict_resolve
 from memory.web import actor_for
@@ -16,14 +17,15 @@ from memory.web import actor_for
 @viewer_required
 def conflict_list(request):
     # Two queries: the pending conflicts with their memories, and nothing per row.
-    conflicts = (SyncConflict.objects.filter(status=SyncConflict.Status.PENDING)
+    conflicts = (scope(SyncConflict.objects.filter(status=SyncConflict.Status.PENDING), request.user)
                  .select_related("memory__persona", "memory__project", "folder").order_by("id")[:200])
     return TemplateResponse(request, "memory/sync/conflict_list.html", {"conflicts": conflicts})
 
 
 @viewer_required
 def conflict_detail(request, conflict_id):
-    conflict = get_object_or_404(
+    conflict = get_for_user_or_404(
+        request.user,
         SyncConflict.objects.select_related("memory__persona", "memory__project", "folder", "lesson", "resolved_by"),
         pk=conflict_id)
     lesson = conflict.lesson
@@ -31,7 +33,7 @@ def conflict_detail(request, conflict_id):
         "conflict": conflict,
         "lesson": lesson,
         "lesson_line": _lesson_line(lesson),
-        "can_curate": request.user.has_perm(CURATE),
+        "can_curate": can(request.user, CURATE, conflict.memory),
     }
     return TemplateResponse(request, "memory/sync/conflict_detail.html", context)
 
@@ -39,8 +41,8 @@ def conflict_detail(request, conflict_id):
 @require_POST
 @curator_required
 def conflict_resolve(request, conflict_id):
-    conflict = get_object_or_404(SyncConflict.objects.select_related("memory__persona", "memory__project"),
-                                 pk=conflict_id)
+    conflict = get_for_user_or_404(request.user, SyncConflict.objects.select_related("memory__persona", "memory__project"),
+                                   pk=conflict_id, action=CURATE)
     try:
         sync_conflict_resolve(conflict=conflict, choice=request.POST.get("choice", ""), actor=actor_for(request))
     except ValidationError as exc:

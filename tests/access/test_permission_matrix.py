@@ -38,6 +38,7 @@ from memory.models import (
     RefinementRun,
 )
 from memory.roles import ensure_role_groups
+from memory.sync.models import SyncConflict, SyncedFolder
 from personas.models import Membership, Persona, Team
 from tests.factories import MemoryFactory, PersonaFactory, ProjectFactory, make_lesson
 
@@ -106,12 +107,20 @@ ROWS = {
     "ref_accept": Row(CURATE, lambda o: {"ref_id": o["ref"].pk}),
     "ref_drop": Row(CURATE, lambda o: {"ref_id": o["ref"].pk}),
     "ref_retire": Row(CURATE, lambda o: {"ref_id": o["ref"].pk}),
+    "refs_bulk": Row(CURATE, _m),
+    "promotions:bulk": Row(APPROVE, lambda o: {}, list_page=True),
+    "promotions:supporting": Row(VIEW, lambda o: {"pk": o["candidate"].pk}),
+    "compaction-bulk-reject": Row(APPROVE, lambda o: {}, list_page=True),
+    "sync-conflicts": Row(VIEW, lambda o: {}, list_page=True),
+    "sync-conflict": Row(VIEW, lambda o: {"conflict_id": o["conflict"].pk}),
+    "sync-conflict-resolve": Row(CURATE, lambda o: {"conflict_id": o["conflict"].pk}),
 }
 
 # Patterns outside the team rules, each with the reason and the tests that cover it.
 NOT_TEAM_SCOPED = {
     None: "favicon redirect, no data",
     "login": "the login page", "logout": "ends the session",
+    "account": "the signed-in person's own settings (tests/digest/test_view_account.py)",
     # The agent API answers to agent tokens only, scoped to their persona (tests/api/test_auth.py);
     # a session, even a superuser's, reads nothing there (test_api_ignores_sessions below).
     "memory-context-text": "agent token", "api-v1:openapi-json": "API schema, no data",
@@ -175,10 +184,15 @@ def _team_world(label):
                                                   started_at=now, finished_at=now)
     pipeline_run = PipelineRun.objects.create(memory=memory, status=PipelineRun.Status.FAILED)
     prompt_version = RefinementPromptVersion.objects.create(persona=persona, number=1, text="Be careful.")
+    folder = SyncedFolder.objects.create(root="/agents", folder=f"Persona-{label}/memories/project-{label}",
+                                         memory=memory)
+    conflict = SyncConflict.objects.create(memory=memory, folder=folder, lesson=lesson, file_name="working.md",
+                                           base_line=f"- [OBSERVATION] Secret of team {label}",
+                                           file_line=f"- [OBSERVATION] Night Watch's secret of team {label}")
     return {"team": team, "persona": persona, "project": project, "memory": memory, "lesson": lesson,
             "change": change, "batch": change.batch, "interaction": interaction, "candidate": candidate,
             "proposal": proposal, "line": line, "refinement_run": refinement_run, "pipeline_run": pipeline_run,
-            "prompt_version": prompt_version, "ref": LessonRef.objects.get(lesson=lesson)}
+            "prompt_version": prompt_version, "ref": LessonRef.objects.get(lesson=lesson), "conflict": conflict}
 
 
 @pytest.fixture
@@ -210,10 +224,11 @@ def _fingerprint():
         list(PipelineRun.objects.order_by("id").values_list("id", "status", "looked_at")),
         list(Persona.objects.order_by("id").values_list("id", "refinement_prompt", "refinement_threshold")),
         RefinementPromptVersion.objects.count(), list(LessonRef.objects.order_by("id").values_list("id", "path")),
+        list(SyncConflict.objects.order_by("id").values_list("id", "status")),
     )
 
 
-POST_DATA = {"reason": "matrix", "text": "Edited by the matrix", "category": "PATTERN", "relevance": "high",
+POST_DATA = {"reason": "matrix", "choice": "both", "action": "drop", "text": "Edited by the matrix", "category": "PATTERN", "relevance": "high",
              "refs": "", "threshold": "50", "protected": "1"}
 
 
