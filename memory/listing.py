@@ -1,0 +1,104 @@
+"""List pages at organisation scale: one filter bar (persona, project, kind, age) and windows of a page size.
+
+A list page reads one page of rows, never the whole table: the filters narrow the queryset before the
+paginator slices it, and counts come from the database (the paginator's COUNT, grouped aggregates of
+the page's own ids), not from rows loaded into Python.
+"""
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from urllib.parse import urlencode
+
+from django.core.paginator import Paginator
+from django.utils import timezone
+
+from personas.models import Persona, Project
+
+AGES = [
+    ("", "Any age"),
+    ("day", "Last 24 hours"),
+    ("week", "Last 7 days"),
+    ("month", "Last 30 days"),
+    ("older", "Older than 30 days"),
+]
+_AGE_DAYS = {"day": 1, "week": 7, "month": 30}
+
+
+def _int_or_none(value):
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number > 0 else None
+
+
+@dataclass
+class ListFilters:
+    """The filters a list page was asked for, read from its query string (a bad value means no filter)."""
+
+    persona: int | None = None
+    project: int | None = None
+    kind: str = ""
+    age: str = ""
+    # Where the team filter goes once teams exist: read here, applied in `apply` like persona and project.
+    team: str = ""
+    kinds: list = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_request(cls, request, *, kinds=(), kind_param="kind", extra=()):
+        """`kinds` is [(value, label)] of the page's own kind (status, purpose…); `extra` more params kept."""
+        get = request.GET
+        kind = get.get(kind_param, "")
+        age = get.get("age", "")
+        return cls(
+            persona=_int_or_none(get.get("persona")),
+            project=_int_or_none(get.get("project")),
+            kind=kind if kind in {v for v, _ in kinds} else "",
+            age=age if age in _AGE_DAYS or age == "older" else "",
+            team=get.get("team", ""),
+            kinds=list(kinds),
+            extra={name: get[name] for name in extra if get.get(name)} | {"_kind_param": kind_param},
+        )
+
+    @property
+    def active(self):
+        return bool(self.persona or self.project or self.kind or self.age)
+
+    def apply(self, queryset, *, memory="memory__", created="created_at", kind_field="status"):
+        """`queryset` narrowed by persona, project, kind and age. `memory` is the path to the memory ('' for
+        Memory itself); `created` the date the age is measured on; `kind_field` None when kind is not a field."""
+        if self.persona:
+            queryset = queryset.filter(**{f"{memory}persona_id": self.persona})
+        if self.project:
+            queryset = queryset.filter(**{f"{memory}project_id": self.project})
+        if self.kind and kind_field:
+            queryset = queryset.filter(**{kind_field: self.kind})
+        if self.age and created:
+            if self.age == "older":
+                queryset = queryset.filter(**{f"{created}__lt": timezone.now() - timedelta(days=30)})
+            else:
+                queryset = queryset.filter(**{f"{created}__gte": timezone.now() - timedelta(days=_AGE_DAYS[self.age])})
+        return queryset
+
+    def query_string(self, **more):
+        """The filters as a query string (for page links), with `more` params added and empty ones left out."""
+        params = {"persona": self.persona or "", "project": self.project or "",
+                  self.extra.get("_kind_param", "kind"): self.kind, "age": self.age, "team": self.team}
+        params |= {k: v for k, v in self.extra.items() if not k.startswith("_")}
+        params |= more
+        return urlencode({k: v for k, v in params.items() if v not in ("", None)})
+
+    def choices(self):
+        """Options of the filter bar: every persona and project by name (two small queries)."""
+        return {
+            "personas": list(Persona.objects.not_archived().order_by("name").values_list("pk", "name")),
+            "projects": list(Project.objects.order_by("name").values_list("pk", "name")),
+            "ages": AGES,
+            "kinds": self.kinds,
+        }
+
+
+def page_of(request, queryset, per_page, *, param="page"):
+    """One page of `queryset`; the paginator's count is the database's COUNT, the rows only the page's."""
+    return Paginator(queryset, per_page).get_page(request.GET.get(param))
