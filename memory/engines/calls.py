@@ -3,6 +3,7 @@
 from django.db.models import Avg, Count, Q, Sum
 from django.db.models.functions import Coalesce
 
+from memory.listing import ListFilters
 from memory.models import LLMCall
 
 _TOTALS = {
@@ -14,8 +15,8 @@ _TOTALS = {
 }
 
 
-def llm_calls(*, persona=None, purpose="", outcome=""):
-    calls = LLMCall.objects.all()
+def llm_calls(*, persona=None, project=None, purpose="", outcome="", age=""):
+    calls = ListFilters(project=project.pk if project else None, age=age).apply(LLMCall.objects.all())
     if persona is not None:
         calls = calls.filter(persona=persona)
     if purpose:

@@ -6,7 +6,8 @@ from django.template.response import TemplateResponse
 
 from memory.engines import calls as selectors
 from memory.roles import viewer_required
-from personas.models import Persona
+from memory.listing import AGES
+from personas.models import Persona, Project
 
 PAGE_SIZE = 50
 
@@ -14,8 +15,11 @@ PAGE_SIZE = 50
 class CallFilterForm(forms.Form):
     persona = forms.ModelChoiceField(queryset=Persona.objects.order_by("name").only("id", "name"),
                                      required=False, empty_label="All personas")
+    project = forms.ModelChoiceField(queryset=Project.objects.order_by("name").only("id", "name"),
+                                     required=False, empty_label="All projects")
     purpose = forms.ChoiceField(required=False)
     outcome = forms.ChoiceField(required=False, choices=[("", "Any outcome"), ("ok", "OK"), ("error", "Error")])
+    age = forms.ChoiceField(required=False, choices=AGES)
 
     def __init__(self, *args, purposes=(), **kwargs):
         super().__init__(*args, **kwargs)
