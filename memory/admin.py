@@ -26,6 +26,7 @@ from memory.models import (
     Memory,
     Tier,
 )
+from memory.listing import PageCountsAdminMixin, grouped_counts
 from memory.roles import CURATE
 
 
@@ -62,7 +63,7 @@ def _active(prefix, tier):
 
 
 @admin.register(Memory)
-class MemoryAdmin(admin.ModelAdmin):
+class MemoryAdmin(PageCountsAdminMixin, admin.ModelAdmin):
     list_display = ["__str__", "persona", "project", "core_lessons", "working_lessons", "version",
                     "last_reflected_at", "last_compacted_at", "last_refined_at"]
     list_filter = ["persona", "project"]
@@ -79,11 +80,13 @@ class MemoryAdmin(admin.ModelAdmin):
         ("Compiled memory", {"fields": ["compiled_preview"]}),
     ]
 
-    def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
-            n_core=Count("lessons", filter=_active("lessons__", Tier.CORE)),
-            n_working=Count("lessons", filter=_active("lessons__", Tier.WORKING)),
-        )
+    def page_counts(self, rows):
+        counts = grouped_counts(Lesson.objects.filter(memory_id__in=[m.pk for m in rows]), "memory_id",
+                                n_core=Count("id", filter=_active("", Tier.CORE)),
+                                n_working=Count("id", filter=_active("", Tier.WORKING)))
+        for memory in rows:
+            memory.n_core = counts.get(memory.pk, {}).get("n_core", 0)
+            memory.n_working = counts.get(memory.pk, {}).get("n_working", 0)
 
     def get_readonly_fields(self, request, obj=None):
         fields = list(super().get_readonly_fields(request, obj))
@@ -101,11 +104,11 @@ class MemoryAdmin(admin.ModelAdmin):
             kwargs["queryset"] = Persona.objects.not_archived()
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
-    @admin.display(description="core", ordering="n_core")
+    @admin.display(description="core")
     def core_lessons(self, obj):
         return obj.n_core
 
-    @admin.display(description="working", ordering="n_working")
+    @admin.display(description="working")
     def working_lessons(self, obj):
         return obj.n_working
 
@@ -205,13 +208,14 @@ class CurateActionsMixin:
 
 @admin.register(Lesson)
 class LessonAdmin(CurateActionsMixin, ReadOnlyMixin, admin.ModelAdmin):
+    show_full_result_count = False  # no second COUNT(*) over every lesson when a filter is on
     list_display = ["id", "short_text", "persona", "project", "tier", "category", "relevance", "status",
                     "protected", "lesson_date", "refs_display"]
     list_display_links = ["id", "short_text"]
     list_filter = ["tier", "category", "status", "relevance", "protected", "unparsed", "vague",
-                   "memory__persona", "memory__project"]
+                   "memory__persona", "memory__project", "lesson_date"]
     search_fields = ["text", "refs__path"]
-    date_hierarchy = "lesson_date"
+    # No date_hierarchy: its year links come from a DISTINCT over every lesson; the date filter's are fixed.
     list_select_related = ["memory__persona", "memory__project"]
     list_per_page = 50
     ordering = ["-lesson_date", "-id"]
@@ -261,7 +265,7 @@ class ChangeInline(ReadOnlyMixin, admin.TabularInline):
 
 
 @admin.register(ChangeBatch)
-class ChangeBatchAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class ChangeBatchAdmin(PageCountsAdminMixin, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "created_at", "kind", "memory", "actor", "label", "change_count", "reverted_by"]
     list_filter = ["kind", "actor_type"]
     list_select_related = ["memory__persona", "memory__project", "actor_user"]
@@ -271,20 +275,24 @@ class ChangeBatchAdmin(ReadOnlyMixin, admin.ModelAdmin):
               "reverted_by"]
     readonly_fields = fields
 
-    def get_queryset(self, request):
-        return super().get_queryset(request).annotate(n_changes=Count("changes"))
+    def page_counts(self, rows):
+        counts = grouped_counts(Change.objects.filter(batch_id__in=[b.pk for b in rows]), "batch_id", n=Count("id"))
+        for batch in rows:
+            batch.n_changes = counts.get(batch.pk, {}).get("n", 0)
 
     @admin.display(description="actor")
     def actor(self, obj):
         return obj.actor_display
 
-    @admin.display(description="changes", ordering="n_changes")
+    @admin.display(description="changes")
     def change_count(self, obj):
         return obj.n_changes
 
 
 @admin.register(Interaction)
 class InteractionAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_per_page = 50
+    show_full_result_count = False
     list_display = ["id", "created_at", "memory", "trigger_type", "outcome", "status"]
     list_filter = ["status", "trigger_type"]
     list_select_related = ["memory__persona", "memory__project"]
@@ -293,6 +301,8 @@ class InteractionAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 @admin.register(AgentToken)
 class AgentTokenAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_per_page = 50
+    show_full_result_count = False
     list_display = ["prefix", "name", "persona", "project", "created_at", "last_used_at", "revoked_at"]
     list_filter = ["persona", "project"]
     list_select_related = ["persona", "project"]
@@ -302,6 +312,8 @@ class AgentTokenAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 @admin.register(DetectionRun)
 class DetectionRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_per_page = 50
+    show_full_result_count = False
     list_display = ["started_at", "memory", "engine", "status", "calls", "tokens_in", "tokens_out", "lessons_sent",
                     "created"]
     list_filter = ["status", "engine"]
@@ -312,6 +324,8 @@ class DetectionRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 @admin.register(LLMCall)
 class LLMCallAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_per_page = 50
+    show_full_result_count = False
     list_display = ["created_at", "purpose", "provider", "model_name", "persona", "tokens_in", "tokens_out",
                     "latency_ms", "outcome"]
     list_filter = ["purpose", "provider", "outcome"]

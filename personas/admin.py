@@ -15,7 +15,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
-from memory.models import LessonStatus, Memory, Tier
+from memory.listing import PageCountsAdminMixin, grouped_counts
+from memory.models import Lesson, LessonStatus, Memory, Tier
 from personas import services
 from personas.forms import PersonaForm
 from personas.models import Persona, PersonaAlias, Project
@@ -110,7 +111,7 @@ class PersonaAliasAdmin(admin.ModelAdmin):
 
 
 @admin.register(Persona)
-class PersonaAdmin(admin.ModelAdmin):
+class PersonaAdmin(PageCountsAdminMixin, admin.ModelAdmin):
     form = PersonaForm
     formfield_overrides = URL_FIELDS
     list_display = ["name", "role", "state", "core_lessons", "working_lessons", "project_count", "provider_label"]
@@ -160,13 +161,17 @@ class PersonaAdmin(admin.ModelAdmin):
                 refinement_prompt_save(persona=obj, text=new_prompt, user=request.user, note="edited in the admin")
                 obj.refresh_from_db(fields=["refinement_prompt"])
 
-    def get_queryset(self, request):
-        # One query for the whole page: lesson counts per tier come from annotations, not per row.
-        return super().get_queryset(request).annotate(
-            n_core=Count("memories__lessons", filter=_active_lessons("memories__", Tier.CORE)),
-            n_working=Count("memories__lessons", filter=_active_lessons("memories__", Tier.WORKING)),
-            n_projects=Count("memories", distinct=True),
-        )
+    def page_counts(self, rows):
+        # Two grouped queries for the whole page, over its personas only (never the whole lesson table).
+        ids = [p.pk for p in rows]
+        lessons = grouped_counts(Lesson.objects.filter(memory__persona_id__in=ids), "memory__persona_id",
+                                 n_core=Count("id", filter=Q(tier=Tier.CORE, status=LessonStatus.ACTIVE)),
+                                 n_working=Count("id", filter=Q(tier=Tier.WORKING, status=LessonStatus.ACTIVE)))
+        projects = grouped_counts(Memory.objects.filter(persona_id__in=ids), "persona_id", n=Count("id"))
+        for persona in rows:
+            persona.n_core = lessons.get(persona.pk, {}).get("n_core", 0)
+            persona.n_working = lessons.get(persona.pk, {}).get("n_working", 0)
+            persona.n_projects = projects.get(persona.pk, {}).get("n", 0)
 
     # --- columns ---------------------------------------------------------------------------
 
@@ -184,15 +189,15 @@ class PersonaAdmin(admin.ModelAdmin):
             return format_html('<span title="archived {}">Archived</span>', obj.archived_at.date())
         return "Active" if obj.is_active else "Inactive"
 
-    @admin.display(description="core lessons", ordering="n_core")
+    @admin.display(description="core lessons")
     def core_lessons(self, obj):
         return obj.n_core
 
-    @admin.display(description="working lessons", ordering="n_working")
+    @admin.display(description="working lessons")
     def working_lessons(self, obj):
         return obj.n_working
 
-    @admin.display(description="projects", ordering="n_projects")
+    @admin.display(description="projects")
     def project_count(self, obj):
         return obj.n_projects
 
@@ -388,18 +393,21 @@ class PersonaAdmin(admin.ModelAdmin):
 
 
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(PageCountsAdminMixin, admin.ModelAdmin):
     list_display = ["name", "slug", "repository_link", "repository_ref", "memory_count", "lesson_count", "created_at"]
     search_fields = ["name", "slug", "repository_url"]
     prepopulated_fields = {"slug": ["name"]}
     formfield_overrides = URL_FIELDS
     ordering = ["name"]
 
-    def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
-            n_memories=Count("memories", distinct=True),
-            n_lessons=Count("memories__lessons", filter=Q(memories__lessons__status=LessonStatus.ACTIVE)),
-        )
+    def page_counts(self, rows):
+        ids = [p.pk for p in rows]
+        lessons = grouped_counts(Lesson.objects.filter(memory__project_id__in=ids, status=LessonStatus.ACTIVE),
+                                 "memory__project_id", n=Count("id"))
+        memories = grouped_counts(Memory.objects.filter(project_id__in=ids), "project_id", n=Count("id"))
+        for project in rows:
+            project.n_lessons = lessons.get(project.pk, {}).get("n", 0)
+            project.n_memories = memories.get(project.pk, {}).get("n", 0)
 
     def get_actions(self, request):
         actions = super().get_actions(request)
@@ -418,10 +426,10 @@ class ProjectAdmin(admin.ModelAdmin):
             return "—"
         return format_html('<a href="{}" rel="noopener noreferrer">{}</a>', obj.repository_url, obj.repository_url)
 
-    @admin.display(description="memories", ordering="n_memories")
+    @admin.display(description="memories")
     def memory_count(self, obj):
         return obj.n_memories
 
-    @admin.display(description="active lessons", ordering="n_lessons")
+    @admin.display(description="active lessons")
     def lesson_count(self, obj):
         return obj.n_lessons
