@@ -1,0 +1,255 @@
+"""Every main dashboard page at organisation scale, against the same page on the demo data.
+
+Three stores are built once and kept (keyed by DATA_VERSION, so a second run reuses them): the demo
+data alone; the demo plus 500 memories / 100,000 lessons; the demo plus 5,000 memories / 1,000,000
+lessons. On SQLite they are files under var/bench/; on PostgreSQL, databases named after the configured
+one (`<name>_dash_v<version>_<size>`). The lessons come in through the product's own importer (a
+generated Night Watch tree, as the `files` bench makes), then history is added through the services
+(edits and deletes), promotion detection runs on the memories (within a time budget at the large
+size), compaction proposals are computed for some memories, and run and call logs are written.
+
+Each page is fetched by a logged-in approver through Django's test client; the median server time is
+compared with the same page on the demo data (targets: 2× at 100,000 lessons, 3× at 1,000,000) and
+its HTML must stay under 1 MiB. `BENCH_DASHBOARD_SIZES=org` builds and times the 100,000-lesson size
+only; `--scale` shrinks both sizes (the personas and projects of the generated tree).
+"""
+
+import os
+import time
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.core.cache import caches
+from django.core.management import call_command
+from django.db import connection, connections
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from memory.bench import benchmark
+
+DATA_VERSION = 1
+# personas × projects memories of 20 core and 180 working lessons each.
+SIZES = {"org": (25, 20, 2.0), "org10": (50, 100, 3.0)}
+HTML_LIMIT = 1024 * 1024
+# A page that took longer than this at the smaller size is not fetched at the larger one (it is missed).
+SLOW_PAGE_SECONDS = 20
+DETECTION_BUDGET_SECONDS = 150
+VAR = Path(settings.BASE_DIR) / "var" / "bench"
+
+
+@contextmanager
+def _database(key):
+    """The default connection pointed at the kept store `key` (created empty when missing)."""
+    conn = connections["default"]
+    original = dict(conn.settings_dict)
+    conn.close()
+    if conn.vendor == "sqlite":
+        VAR.mkdir(parents=True, exist_ok=True)
+        name = str(VAR / f"dashboard-v{DATA_VERSION}-{key}.sqlite3")
+    else:
+        name = f"{original['NAME']}_dash_v{DATA_VERSION}_{key}"
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+            if cursor.fetchone() is None:
+                cursor.execute(f'CREATE DATABASE "{name}"')
+        conn.close()
+    conn.settings_dict["NAME"] = name
+    _clear_caches()
+    try:
+        yield name
+    finally:
+        conn.close()
+        conn.settings_dict.clear()
+        conn.settings_dict.update(original)
+        _clear_caches()
+
+
+def _clear_caches():
+    for alias in settings.CACHES:
+        try:
+            caches[alias].clear()
+        except Exception:  # noqa: BLE001 — a cache that cannot be cleared holds nothing of these stores
+            pass
+
+
+def _built():
+    with connection.cursor() as cursor:
+        try:
+            cursor.execute("SELECT version FROM nw_bench_marker")
+        except Exception:  # noqa: BLE001 — no marker table: not built (or half built)
+            return False
+        return any(row[0] == DATA_VERSION for row in cursor.fetchall())
+
+
+def _mark_built():
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE IF NOT EXISTS nw_bench_marker (version integer)")
+        cursor.execute("INSERT INTO nw_bench_marker (version) VALUES (%s)", [DATA_VERSION])
+
+
+def _approver():
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    user, made = get_user_model().objects.get_or_create(username="bench-approver",
+                                                        defaults={"is_staff": True, "is_superuser": True})
+    if made:
+        user.groups.add(Group.objects.get(name="approver"))
+    return user
+
+
+def _build(bench, personas, projects):
+    """Demo data, then (when `personas`) the generated tree and its history. Prints what it took."""
+    from memory.demo.seed import seed_demo
+
+    start = time.perf_counter()
+    call_command("migrate", verbosity=0, interactive=False)
+    seed_demo(open(os.devnull, "w"))
+    if personas:
+        _grow(bench, personas, projects)
+    _approver()
+    _mark_built()
+    bench.note(f"built {connection.settings_dict['NAME']} in {time.perf_counter() - start:,.0f} s")
+
+
+def _grow(bench, personas, projects):
+    from memory import services
+    from memory.bench.files import generate_tree
+    from memory.compaction.services import compaction_propose
+    from memory.formats.importer import memory_import_tree
+    from memory.formats.nightwatch import read_tree
+    from memory.models import LLMCall, Memory, PipelineRun, RefinementRun
+    from memory.promotions.services import promotion_detect
+
+    actor = services.Actor.system("dashboard bench")
+    src = bench.tmpdir / f"org-{personas}x{projects}"
+    t = time.perf_counter()
+    generate_tree(src, personas=personas, projects=projects, core_per_memory=20, working_per_memory=180,
+                  persona="Org Agent")
+    report = memory_import_tree(tree=read_tree(src), actor=actor)
+    bench.note(f"imported {report.added:,} lessons in {time.perf_counter() - t:,.0f} s")
+
+    memories = list(Memory.objects.filter(persona__name__startswith="Org Agent").order_by("id"))
+    # History: every tenth memory gets five edits and two deletes, as people curating would.
+    t = time.perf_counter()
+    for memory in memories[::10]:
+        lessons = list(memory.lessons.filter(tier="working").order_by("id")[:7])
+        for lesson in lessons[:5]:
+            services.lesson_update(lesson=lesson, actor=actor, reason="bench curation", text=lesson.text + " (checked)")
+        for lesson in lessons[5:]:
+            services.lesson_delete(lesson=lesson, actor=actor, reason="bench curation")
+    bench.note(f"edited and deleted lessons of {len(memories[::10]):,} memories in {time.perf_counter() - t:,.0f} s")
+
+    t = time.perf_counter()
+    detected = 0
+    for memory in memories:
+        promotion_detect(memory=memory)
+        detected += 1
+        if time.perf_counter() - t > DETECTION_BUDGET_SECONDS:
+            break
+    bench.note(f"promotion detection on {detected:,} of {len(memories):,} memories in {time.perf_counter() - t:,.0f} s")
+
+    t = time.perf_counter()
+    for memory in memories[::20]:
+        compaction_propose(memory=memory, actor=actor)
+    bench.note(f"compaction proposals for {len(memories[::20]):,} memories in {time.perf_counter() - t:,.0f} s")
+
+    now = timezone.now()
+    runs, pipeline, calls = [], [], []
+    for i, memory in enumerate(memories):
+        when = now - timedelta(hours=i)
+        runs.append(RefinementRun(memory=memory, status="completed" if i % 7 else "terminated", started_at=when,
+                                  engine="offline", mass_before=4000, mass_after=3900, retention=0.97))
+        if i % 2 == 0:
+            pipeline.append(PipelineRun(memory=memory, status="completed", engine="offline"))
+        calls += [LLMCall(persona_id=memory.persona_id, memory=memory, purpose=("reflection", "compaction", "refinement")[k],
+                          provider="anthropic", model_name="claude", tokens_in=1200, tokens_out=300, latency_ms=900)
+                  for k in range(3)]
+    RefinementRun.objects.bulk_create(runs, batch_size=2000)
+    PipelineRun.objects.bulk_create(pipeline, batch_size=2000)
+    LLMCall.objects.bulk_create(calls, batch_size=2000)
+
+
+def _pages():
+    from memory.models import Memory
+
+    memory = (Memory.objects.filter(persona__name__startswith="Org Agent").select_related("persona", "project")
+              .order_by("id").first()
+              or Memory.objects.select_related("persona", "project").order_by("id").first())
+    return {
+        "home": reverse("home"),
+        "promotions inbox": reverse("promotions:inbox"),
+        "compactions": reverse("compaction-list"),
+        "refinement runs": reverse("refinement:runs"),
+        "pipeline runs": reverse("pipeline:runs"),
+        "LLM calls": reverse("llm:calls"),
+        "a memory page": reverse("memory_detail", kwargs={"persona": memory.persona.name,
+                                                            "project": memory.project.slug}),
+        "its history": memory.history_url(),
+        "admin persona list": reverse("admin:personas_persona_changelist"),
+        "admin lesson list": reverse("admin:memory_lesson_changelist"),
+    }
+
+
+def _time_pages(bench, skip=()):
+    """{page: (median seconds, HTML bytes)}; pages in `skip` are not fetched."""
+    client = Client()
+    client.force_login(_approver())
+    results = {}
+    for label, url in _pages().items():
+        if label in skip:
+            continue
+        response = client.get(url)
+        assert response.status_code == 200, f"{label} answered {response.status_code}"
+        size = len(response.content)
+        first = bench.time(lambda u=url: client.get(u))
+        seconds = first if first > 5 else bench.time(lambda u=url: client.get(u), repeat=3)
+        results[label] = (seconds, size)
+    return results
+
+
+def _counts():
+    from memory.models import Change, Lesson, Memory, PromotionCandidate
+
+    return (f"{Memory.objects.count():,} memories, {Lesson.objects.count():,} lessons, "
+            f"{Change.objects.count():,} changes, "
+            f"{PromotionCandidate.objects.filter(status='pending').count():,} pending candidates")
+
+
+@benchmark("dashboard", "Every main page at 100,000 and 1,000,000 lessons against the demo data")
+def run(bench):
+    wanted = [s.strip() for s in os.environ.get("BENCH_DASHBOARD_SIZES", "org,org10").split(",") if s.strip()]
+    vendor = connection.vendor
+    suffix = "" if bench.scale == 1 else f"-s{bench.scale:g}".replace(".", "_")
+    with _database("demo") as name:
+        if not _built():
+            _build(bench, 0, 0)
+        bench.note(f"demo ({vendor}, {name}): {_counts()}")
+        demo = _time_pages(bench)
+    slow = set()
+    for size in wanted:
+        personas, projects, target = SIZES[size]
+        personas, projects = bench.scaled(personas), bench.scaled(projects)
+        with _database(f"{size}{suffix}".replace("-", "_").replace(".", "_")) as name:
+            if not _built():
+                _build(bench, personas, projects)
+            bench.note(f"{size} ({vendor}, {name}): {_counts()}")
+            org = _time_pages(bench, skip=slow)
+        bench.note(f"{'page':<20} {'demo':>9} {size:>10} {'ratio':>7} {'HTML':>10}")
+        for label, (seconds, size_bytes) in demo.items():
+            if label not in org:
+                bench.note(f"{label:<20} {seconds * 1000:>7.0f}ms {'not timed':>10}  (over {SLOW_PAGE_SECONDS} s at the "
+                           "smaller size: missed)")
+                bench.figure(f"{size} {label} ratio (not timed: too slow)", float("inf"), unit="×", target=target)
+                continue
+            org_seconds, org_bytes = org[label]
+            ratio = org_seconds / seconds
+            bench.note(f"{label:<20} {seconds * 1000:>7.0f}ms {org_seconds * 1000:>8.0f}ms {ratio:>6.1f}× "
+                       f"{org_bytes / 1024:>8.0f}KiB")
+            bench.figure(f"{size} {label}: time vs demo", ratio, unit="×", target=target)
+            bench.figure(f"{size} {label}: HTML", org_bytes / 1024, unit="KiB", target=HTML_LIMIT / 1024)
+            if org_seconds > SLOW_PAGE_SECONDS:
+                slow.add(label)
