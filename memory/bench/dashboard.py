@@ -211,6 +211,28 @@ def _time_pages(bench, skip=()):
     return results
 
 
+def _explain_slowest(bench, results, pages=3):
+    """EXPLAIN (the plan only) of the slowest query behind each of the `pages` slowest pages timed."""
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client()
+    client.force_login(_approver())
+    urls = _pages()
+    for label in sorted(results, key=lambda k: -results[k][0])[:pages]:
+        with CaptureQueriesContext(connection) as captured:
+            client.get(urls[label])
+        slowest = max(captured.captured_queries, key=lambda q: float(q["time"]))
+        sql = slowest["sql"]
+        prefix = "EXPLAIN QUERY PLAN " if connection.vendor == "sqlite" else "EXPLAIN "
+        with connection.cursor() as cursor:
+            cursor.execute(prefix + sql)
+            plan = [" ".join(str(c) for c in row) for row in cursor.fetchall()]
+        bench.note(f"{label}: {len(captured.captured_queries)} queries; slowest {float(slowest['time']) * 1000:.0f} ms: "
+                   f"{sql[:300]}{'…' if len(sql) > 300 else ''}")
+        for line in plan[:12]:
+            bench.note(f"    {line}")
+
+
 def _counts():
     from memory.models import Change, Lesson, Memory, PromotionCandidate
 
@@ -238,6 +260,8 @@ def run(bench):
                 _build(bench, personas, projects)
             bench.note(f"{size} ({vendor}, {name}): {_counts()}")
             org = _time_pages(bench, skip=slow)
+            if os.environ.get("BENCH_DASHBOARD_EXPLAIN", "1") != "0":
+                _explain_slowest(bench, {k: v for k, v in org.items() if v[0] < SLOW_PAGE_SECONDS})
         bench.note(f"{'page':<20} {'demo':>9} {size:>10} {'ratio':>7} {'HTML':>10}")
         for label, (seconds, size_bytes) in demo.items():
             if label not in org:
