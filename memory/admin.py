@@ -218,7 +218,7 @@ class LessonAdmin(CurateActionsMixin, ReadOnlyMixin, admin.ModelAdmin):
     # No date_hierarchy: its year links come from a DISTINCT over every lesson; the date filter's are fixed.
     list_select_related = ["memory__persona", "memory__project"]
     list_per_page = 50
-    ordering = ["-lesson_date", "-id"]
+    ordering = ["-id"]  # newest first straight from the primary key: no sort of every lesson per page
     actions = ["protect", "unprotect", "soft_delete", "restore"]
     inlines = [LessonRefInline, LessonConfirmationInline, LessonChangeInline]
     fields = ["memory", "tier", "category", "text_revealed", "relevance", "status", "protected", "lesson_date", "section",

@@ -4,6 +4,8 @@ Deleting a persona here archives it (its memory stays and comes back on restore)
 good is a separate page that asks for the persona's name to be typed.
 """
 
+from collections import Counter, defaultdict
+
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
@@ -15,7 +17,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
-from memory.listing import PageCountsAdminMixin, grouped_counts
+from memory.listing import PageCountsAdminMixin
 from memory.models import Lesson, LessonStatus, Memory, Tier
 from personas import services
 from personas.forms import PersonaForm
@@ -27,6 +29,12 @@ admin.site.index_title = "Personas, projects and memory"
 
 SEED_ACTION = "seed_default_personas"
 URL_FIELDS = {models.URLField: {"assume_scheme": "https"}}
+
+
+def _active_lessons_per_tier(memory_ids):
+    """(memory id, tier, active lessons) of these memories, counted from the (memory, status, tier) index."""
+    return (Lesson.objects.filter(memory_id__in=list(memory_ids), status=LessonStatus.ACTIVE).order_by()
+            .values_list("memory_id", "tier").annotate(n=Count("*")))
 
 
 def _active_lessons(prefix, tier):
@@ -162,16 +170,17 @@ class PersonaAdmin(PageCountsAdminMixin, admin.ModelAdmin):
                 obj.refresh_from_db(fields=["refinement_prompt"])
 
     def page_counts(self, rows):
-        # Two grouped queries for the whole page, over its personas only (never the whole lesson table).
-        ids = [p.pk for p in rows]
-        lessons = grouped_counts(Lesson.objects.filter(memory__persona_id__in=ids), "memory__persona_id",
-                                 n_core=Count("id", filter=Q(tier=Tier.CORE, status=LessonStatus.ACTIVE)),
-                                 n_working=Count("id", filter=Q(tier=Tier.WORKING, status=LessonStatus.ACTIVE)))
-        projects = grouped_counts(Memory.objects.filter(persona_id__in=ids), "persona_id", n=Count("id"))
+        # Two grouped queries for the whole page, over its personas' memories only: the lesson count is
+        # read from the (memory, status, tier) index alone, then summed per persona here.
+        persona_of = dict(Memory.objects.filter(persona_id__in=[p.pk for p in rows]).values_list("id", "persona_id"))
+        counts = defaultdict(int)
+        for memory_id, tier, n in _active_lessons_per_tier(persona_of):
+            counts[persona_of[memory_id], tier] += n
+        projects = Counter(persona_of.values())
         for persona in rows:
-            persona.n_core = lessons.get(persona.pk, {}).get("n_core", 0)
-            persona.n_working = lessons.get(persona.pk, {}).get("n_working", 0)
-            persona.n_projects = projects.get(persona.pk, {}).get("n", 0)
+            persona.n_core = counts[persona.pk, Tier.CORE]
+            persona.n_working = counts[persona.pk, Tier.WORKING]
+            persona.n_projects = projects[persona.pk]
 
     # --- columns ---------------------------------------------------------------------------
 
@@ -401,13 +410,14 @@ class ProjectAdmin(PageCountsAdminMixin, admin.ModelAdmin):
     ordering = ["name"]
 
     def page_counts(self, rows):
-        ids = [p.pk for p in rows]
-        lessons = grouped_counts(Lesson.objects.filter(memory__project_id__in=ids, status=LessonStatus.ACTIVE),
-                                 "memory__project_id", n=Count("id"))
-        memories = grouped_counts(Memory.objects.filter(project_id__in=ids), "project_id", n=Count("id"))
+        project_of = dict(Memory.objects.filter(project_id__in=[p.pk for p in rows]).values_list("id", "project_id"))
+        lessons = Counter()
+        for memory_id, _, n in _active_lessons_per_tier(project_of):
+            lessons[project_of[memory_id]] += n
+        memories = Counter(project_of.values())
         for project in rows:
-            project.n_lessons = lessons.get(project.pk, {}).get("n", 0)
-            project.n_memories = memories.get(project.pk, {}).get("n", 0)
+            project.n_lessons = lessons[project.pk]
+            project.n_memories = memories[project.pk]
 
     def get_actions(self, request):
         actions = super().get_actions(request)
