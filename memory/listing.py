@@ -137,3 +137,32 @@ class PageCountsAdminMixin:
 def grouped_counts(queryset, key, **counts):
     """{key value: {name: count}} of `queryset` grouped by `key`, with `counts` as aggregate expressions."""
     return {row.pop(key): row for row in queryset.order_by().values(key).annotate(**counts)}
+
+
+def active_lesson_counts(versions):
+    """{memory id: (active core, active working)} for {memory id: version}.
+
+    Kept in this process's cache by memory version (every write to a memory's lessons bumps it, as the
+    compiled-memory cache relies on), so a list of thousands of memories counts only those written
+    since it was last shown, in one grouped query over the (memory, status, tier) index.
+    """
+    from django.db.models import Count
+
+    from memory.context_cache import local
+    from memory.models import Lesson, LessonStatus, Tier
+
+    store = local()
+    keys = {memory_id: f"nw:lesson-counts:{memory_id}:{version}" for memory_id, version in versions.items()}
+    found = store.get_many(keys.values())
+    result = {memory_id: found[key] for memory_id, key in keys.items() if key in found}
+    missing = [memory_id for memory_id in keys if memory_id not in result]
+    if missing:
+        counted = {}
+        for memory_id, tier, n in (Lesson.objects.filter(memory_id__in=missing, status=LessonStatus.ACTIVE).order_by()
+                                   .values_list("memory_id", "tier").annotate(n=Count("*"))):
+            counted[memory_id, tier] = n
+        fresh = {memory_id: (counted.get((memory_id, Tier.CORE), 0), counted.get((memory_id, Tier.WORKING), 0))
+                 for memory_id in missing}
+        store.set_many({keys[memory_id]: counts for memory_id, counts in fresh.items()}, timeout=24 * 3600)
+        result.update(fresh)
+    return result

@@ -4,7 +4,7 @@ Deleting a persona here archives it (its memory stays and comes back on restore)
 good is a separate page that asks for the persona's name to be typed.
 """
 
-from collections import Counter, defaultdict
+from collections import Counter
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
@@ -17,7 +17,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
-from memory.listing import PageCountsAdminMixin
+from memory.listing import PageCountsAdminMixin, active_lesson_counts
 from memory.models import Lesson, LessonStatus, Memory, Tier
 from personas import services
 from personas.forms import PersonaForm
@@ -29,12 +29,6 @@ admin.site.index_title = "Personas, projects and memory"
 
 SEED_ACTION = "seed_default_personas"
 URL_FIELDS = {models.URLField: {"assume_scheme": "https"}}
-
-
-def _active_lessons_per_tier(memory_ids):
-    """(memory id, tier, active lessons) of these memories, counted from the (memory, status, tier) index."""
-    return (Lesson.objects.filter(memory_id__in=list(memory_ids), status=LessonStatus.ACTIVE).order_by()
-            .values_list("memory_id", "tier").annotate(n=Count("*")))
 
 
 def _active_lessons(prefix, tier):
@@ -170,17 +164,17 @@ class PersonaAdmin(PageCountsAdminMixin, admin.ModelAdmin):
                 obj.refresh_from_db(fields=["refinement_prompt"])
 
     def page_counts(self, rows):
-        # Two grouped queries for the whole page, over its personas' memories only: the lesson count is
-        # read from the (memory, status, tier) index alone, then summed per persona here.
-        persona_of = dict(Memory.objects.filter(persona_id__in=[p.pk for p in rows]).values_list("id", "persona_id"))
-        counts = defaultdict(int)
-        for memory_id, tier, n in _active_lessons_per_tier(persona_of):
-            counts[persona_of[memory_id], tier] += n
-        projects = Counter(persona_of.values())
+        # The page's personas' memories in one query; their lesson counts kept by memory version.
+        memories = list(Memory.objects.filter(persona_id__in=[p.pk for p in rows]).values_list("id", "persona_id",
+                                                                                             "version"))
+        lessons = active_lesson_counts({memory_id: version for memory_id, _, version in memories})
+        core, working, projects = Counter(), Counter(), Counter()
+        for memory_id, persona_id, _ in memories:
+            core[persona_id] += lessons[memory_id][0]
+            working[persona_id] += lessons[memory_id][1]
+            projects[persona_id] += 1
         for persona in rows:
-            persona.n_core = counts[persona.pk, Tier.CORE]
-            persona.n_working = counts[persona.pk, Tier.WORKING]
-            persona.n_projects = projects[persona.pk]
+            persona.n_core, persona.n_working, persona.n_projects = core[persona.pk], working[persona.pk], projects[persona.pk]
 
     # --- columns ---------------------------------------------------------------------------
 
@@ -410,14 +404,15 @@ class ProjectAdmin(PageCountsAdminMixin, admin.ModelAdmin):
     ordering = ["name"]
 
     def page_counts(self, rows):
-        project_of = dict(Memory.objects.filter(project_id__in=[p.pk for p in rows]).values_list("id", "project_id"))
-        lessons = Counter()
-        for memory_id, _, n in _active_lessons_per_tier(project_of):
-            lessons[project_of[memory_id]] += n
-        memories = Counter(project_of.values())
+        memories = list(Memory.objects.filter(project_id__in=[p.pk for p in rows]).values_list("id", "project_id",
+                                                                                             "version"))
+        counts = active_lesson_counts({memory_id: version for memory_id, _, version in memories})
+        lessons, per_project = Counter(), Counter()
+        for memory_id, project_id, _ in memories:
+            lessons[project_id] += sum(counts[memory_id])
+            per_project[project_id] += 1
         for project in rows:
-            project.n_lessons = lessons[project.pk]
-            project.n_memories = memories[project.pk]
+            project.n_lessons, project.n_memories = lessons[project.pk], per_project[project.pk]
 
     def get_actions(self, request):
         actions = super().get_actions(request)

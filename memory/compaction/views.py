@@ -43,8 +43,8 @@ def _redirect(request, url):
     return redirect(url)
 
 
-PROPOSALS_PER_PAGE = 25
-MEMORIES_PER_PAGE = 25
+PROPOSALS_PER_PAGE = 20
+MEMORIES_PER_PAGE = 20
 
 
 @viewer_required

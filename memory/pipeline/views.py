@@ -22,9 +22,9 @@ POLL_SECONDS = 1
 PHASES = (("observer", "Observer"), ("reflector", "Reflector"), ("pruner", "Pruner"))
 
 
-RUNS_PER_PAGE = 50
+RUNS_PER_PAGE = 25
 # The memory picker lists at most this many memories; past it, the persona and project filters narrow it.
-MEMORY_CHOICES = 100
+MEMORY_CHOICES = 50
 
 
 @viewer_required

@@ -31,7 +31,7 @@ from personas.models import Persona
 POLL_SECONDS = 1
 
 
-RUNS_PER_PAGE = 50
+RUNS_PER_PAGE = 25
 MEMORIES_PER_PAGE = 25
 
 
