@@ -74,6 +74,7 @@ def _database(key):
             conn.settings_dict.clear()
             conn.settings_dict.update(configured)
             stores.clear()
+            _local_of_store.clear()
             _clear_caches()
 
 
@@ -86,9 +87,10 @@ def _switch(key):
     name, original = stores[key]
     if conn.settings_dict.get("NAME") != name:
         conn.close()
+        leaving = next((k for k, v in stores.items() if k and v[0] == conn.settings_dict.get("NAME")), None)
         conn.settings_dict.clear()
         conn.settings_dict.update({**original, "NAME": name})
-        _clear_caches()
+        _clear_caches(keep_local_of=(leaving, key))
 
 
 def _drop(key):
@@ -107,8 +109,26 @@ def _drop(key):
     conn.settings_dict["NAME"] = None  # _switch reconnects to the store
 
 
-def _clear_caches():
+_local_of_store = {}
+
+
+def _clear_caches(keep_local_of=None):
+    """Empty the caches (ids mean other rows in another store). With `keep_local_of` = (store left, store
+    entered), the process cache's contents are put aside for the store left and given back to the one
+    entered, as a server of that one store would have them between requests."""
+    if keep_local_of is not None:
+        local = caches["local"]
+        leaving, entering = keep_local_of
+        if leaving:
+            _local_of_store[leaving] = (dict(local._cache), dict(local._expire_info))
+        local._cache.clear()
+        local._expire_info.clear()
+        kept, expiry = _local_of_store.get(entering, ({}, {}))
+        local._cache.update(kept)
+        local._expire_info.update(expiry)
     for alias in settings.CACHES:
+        if keep_local_of is not None and alias == "local":
+            continue
         try:
             caches[alias].clear()
         except Exception:  # noqa: BLE001 — a cache that cannot be cleared holds nothing of these stores
