@@ -142,16 +142,17 @@ def grouped_counts(queryset, key, **counts):
 def active_lesson_counts(versions):
     """{memory id: (active core, active working)} for {memory id: version}.
 
-    Kept in this process's cache by memory version (every write to a memory's lessons bumps it, as the
+    Kept in this process's `counts` cache by memory version (every write to a memory's lessons bumps it, as the
     compiled-memory cache relies on), so a list of thousands of memories counts only those written
     since it was last shown, in one grouped query over the (memory, status, tier) index.
     """
     from django.db.models import Count
 
-    from memory.context_cache import local
+    from django.core.cache import caches
+
     from memory.models import Lesson, LessonStatus, Tier
 
-    store = local()
+    store = caches["counts"]
     keys = {memory_id: f"nw:lesson-counts:{memory_id}:{version}" for memory_id, version in versions.items()}
     found = store.get_many(keys.values())
     result = {memory_id: found[key] for memory_id, key in keys.items() if key in found}
