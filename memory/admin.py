@@ -216,7 +216,9 @@ class LessonAdmin(CurateActionsMixin, ReadOnlyMixin, admin.ModelAdmin):
                    "memory__persona", "memory__project", "lesson_date"]
     search_fields = ["text", "refs__path"]
     # No date_hierarchy: its year links come from a DISTINCT over every lesson; the date filter's are fixed.
-    list_select_related = ["memory__persona", "memory__project"]
+    # The page's memories, personas and projects come in three small queries after the page itself:
+    # joined into it, a planner may drive the join from the small tables and sort every lesson.
+    list_select_related = False
     list_per_page = 50
     ordering = ["-id"]  # newest first straight from the primary key: no sort of every lesson per page
     actions = ["protect", "unprotect", "soft_delete", "restore"]
@@ -228,7 +230,7 @@ class LessonAdmin(CurateActionsMixin, ReadOnlyMixin, admin.ModelAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related(
-            Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"))
+            Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id")), "memory__persona", "memory__project"
         )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
