@@ -34,7 +34,7 @@ APPROVE = "memory.approve_memory"
 
 __all__ = ["VIEW", "CURATE", "APPROVE", "MEMORY", "PERSONA", "PROJECT", "access_for", "scope",
            "visible_memories", "memory_for_user_or_404", "get_for_user_or_404", "can", "visible_personas",
-           "visible_projects", "visible_memory_ids", "ensure_visible", "with_memory", "TeamScopedAdmin"]
+           "visible_projects", "visible_teams", "visible_memory_ids", "ensure_visible", "with_memory", "TeamScopedAdmin"]
 
 # The path from a model to the team that governs it. Most rows hang off a memory.
 MEMORY = "memory__project__team"
@@ -143,6 +143,16 @@ def visible_projects(user, action=VIEW):
     from personas.models import Project
 
     return scope(Project.objects.all(), user, action, via=PROJECT)
+
+
+def visible_teams(user, action=VIEW):
+    """Teams the user holds `action` in (every team for a site-wide role)."""
+    from personas.models import Team
+
+    access = access_for(user)
+    if access.everywhere(action):
+        return Team.objects.all()
+    return Team.objects.filter(pk__in=access.team_ids(action))
 
 
 def get_for_user_or_404(user, queryset, *, action=VIEW, via=MEMORY, **lookup):

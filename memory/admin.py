@@ -27,6 +27,7 @@ from memory.models import (
     Tier,
 )
 from memory.access import VIEW, TeamScopedAdmin, llm_call_teams
+from memory.listing import PageCountsAdminMixin, grouped_counts
 from memory.roles import CURATE
 
 
@@ -63,9 +64,8 @@ def _active(prefix, tier):
 
 
 @admin.register(Memory)
-class MemoryAdmin(TeamScopedAdmin, admin.ModelAdmin):
+class MemoryAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
     team_via, team_action = "project__team", VIEW
-
     list_display = ["__str__", "persona", "project", "core_lessons", "working_lessons", "version",
                     "last_reflected_at", "last_compacted_at", "last_refined_at"]
     list_filter = ["persona", "project"]
@@ -82,11 +82,13 @@ class MemoryAdmin(TeamScopedAdmin, admin.ModelAdmin):
         ("Compiled memory", {"fields": ["compiled_preview"]}),
     ]
 
-    def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
-            n_core=Count("lessons", filter=_active("lessons__", Tier.CORE)),
-            n_working=Count("lessons", filter=_active("lessons__", Tier.WORKING)),
-        )
+    def page_counts(self, rows):
+        counts = grouped_counts(Lesson.objects.filter(memory_id__in=[m.pk for m in rows]), "memory_id",
+                                n_core=Count("id", filter=_active("", Tier.CORE)),
+                                n_working=Count("id", filter=_active("", Tier.WORKING)))
+        for memory in rows:
+            memory.n_core = counts.get(memory.pk, {}).get("n_core", 0)
+            memory.n_working = counts.get(memory.pk, {}).get("n_working", 0)
 
     def get_readonly_fields(self, request, obj=None):
         fields = list(super().get_readonly_fields(request, obj))
@@ -104,11 +106,11 @@ class MemoryAdmin(TeamScopedAdmin, admin.ModelAdmin):
             kwargs["queryset"] = Persona.objects.not_archived()
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
-    @admin.display(description="core", ordering="n_core")
+    @admin.display(description="core")
     def core_lessons(self, obj):
         return obj.n_core
 
-    @admin.display(description="working", ordering="n_working")
+    @admin.display(description="working")
     def working_lessons(self, obj):
         return obj.n_working
 
@@ -209,17 +211,19 @@ class CurateActionsMixin:
 @admin.register(Lesson)
 class LessonAdmin(TeamScopedAdmin, CurateActionsMixin, ReadOnlyMixin, admin.ModelAdmin):
     team_action = VIEW
-
+    show_full_result_count = False  # no second COUNT(*) over every lesson when a filter is on
     list_display = ["id", "short_text", "persona", "project", "tier", "category", "relevance", "status",
                     "protected", "lesson_date", "refs_display"]
     list_display_links = ["id", "short_text"]
     list_filter = ["tier", "category", "status", "relevance", "protected", "unparsed", "vague",
-                   "memory__persona", "memory__project"]
+                   "memory__persona", "memory__project", "lesson_date"]
     search_fields = ["text", "refs__path"]
-    date_hierarchy = "lesson_date"
-    list_select_related = ["memory__persona", "memory__project"]
+    # No date_hierarchy: its year links come from a DISTINCT over every lesson; the date filter's are fixed.
+    # The page's memories, personas and projects come in three small queries after the page itself:
+    # joined into it, a planner may drive the join from the small tables and sort every lesson.
+    list_select_related = False
     list_per_page = 50
-    ordering = ["-lesson_date", "-id"]
+    ordering = ["-id"]  # newest first straight from the primary key: no sort of every lesson per page
     actions = ["protect", "unprotect", "soft_delete", "restore"]
     inlines = [LessonRefInline, LessonConfirmationInline, LessonChangeInline]
     fields = ["memory", "tier", "category", "text_revealed", "relevance", "status", "protected", "lesson_date", "section",
@@ -229,7 +233,7 @@ class LessonAdmin(TeamScopedAdmin, CurateActionsMixin, ReadOnlyMixin, admin.Mode
 
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related(
-            Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"))
+            Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id")), "memory__persona", "memory__project"
         )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
@@ -266,9 +270,8 @@ class ChangeInline(ReadOnlyMixin, admin.TabularInline):
 
 
 @admin.register(ChangeBatch)
-class ChangeBatchAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
+class ChangeBatchAdmin(TeamScopedAdmin, PageCountsAdminMixin, ReadOnlyMixin, admin.ModelAdmin):
     team_action = VIEW
-
     list_display = ["id", "created_at", "kind", "memory", "actor", "label", "change_count", "reverted_by"]
     list_filter = ["kind", "actor_type"]
     list_select_related = ["memory__persona", "memory__project", "actor_user"]
@@ -278,14 +281,16 @@ class ChangeBatchAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
               "reverted_by"]
     readonly_fields = fields
 
-    def get_queryset(self, request):
-        return super().get_queryset(request).annotate(n_changes=Count("changes"))
+    def page_counts(self, rows):
+        counts = grouped_counts(Change.objects.filter(batch_id__in=[b.pk for b in rows]), "batch_id", n=Count("id"))
+        for batch in rows:
+            batch.n_changes = counts.get(batch.pk, {}).get("n", 0)
 
     @admin.display(description="actor")
     def actor(self, obj):
         return obj.actor_display
 
-    @admin.display(description="changes", ordering="n_changes")
+    @admin.display(description="changes")
     def change_count(self, obj):
         return obj.n_changes
 
@@ -293,7 +298,8 @@ class ChangeBatchAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
 @admin.register(Interaction)
 class InteractionAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
     team_action = VIEW
-
+    list_per_page = 50
+    show_full_result_count = False
     list_display = ["id", "created_at", "memory", "trigger_type", "outcome", "status"]
     list_filter = ["status", "trigger_type"]
     list_select_related = ["memory__persona", "memory__project"]
@@ -303,7 +309,8 @@ class InteractionAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
 @admin.register(AgentToken)
 class AgentTokenAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
     team_via = "persona__team"  # a token is its persona's: the persona's team manages it
-
+    list_per_page = 50
+    show_full_result_count = False
     list_display = ["prefix", "name", "persona", "project", "created_at", "last_used_at", "revoked_at"]
     list_filter = ["persona", "project"]
     list_select_related = ["persona", "project"]
@@ -314,7 +321,8 @@ class AgentTokenAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
 @admin.register(DetectionRun)
 class DetectionRunAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
     team_action = VIEW
-
+    list_per_page = 50
+    show_full_result_count = False
     list_display = ["started_at", "memory", "engine", "status", "calls", "tokens_in", "tokens_out", "lessons_sent",
                     "created"]
     list_filter = ["status", "engine"]
@@ -329,7 +337,8 @@ class LLMCallAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
 
     def team_of(self, obj):
         return obj.memory.project.team_id if obj.memory_id else (obj.persona.team_id if obj.persona_id else None)
-
+    list_per_page = 50
+    show_full_result_count = False
     list_display = ["created_at", "purpose", "provider", "model_name", "persona", "tokens_in", "tokens_out",
                     "latency_ms", "outcome"]
     list_filter = ["purpose", "provider", "outcome"]

@@ -11,12 +11,14 @@ remembers what it last read from each file, so reading a value that has not chan
 
 import os
 import pickle
+import threading
 import time
 import zlib
 
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.filebased import FileBasedCache
 from django.core.cache.backends.locmem import LocMemCache
+from django.core.cache.backends.redis import RedisCache
 
 
 class ProcessCache(LocMemCache):
@@ -123,3 +125,138 @@ class SharedFileCache(FileBasedCache):
                 self._seen.clear()
             self._seen[fname] = ((st.st_ino, st.st_size, st.st_mtime_ns), expiry, value)
         return value
+
+
+class TrackedRedisCache(RedisCache):
+    """Django's Redis cache whose reads are served from this process once fetched, kept right by Redis.
+
+    Redis tracks the keys under this cache's prefix for each process (`CLIENT TRACKING … BCAST PREFIX`,
+    redirected to a subscription of the same connection) and pushes the name of every key that changes
+    or goes, from whichever process wrote it. Before each read the process takes in what has arrived on
+    that connection (a poll that does not wait), so a write shows at once in every process, and a read
+    of an unchanged value costs no trip to Redis. A read that raced a write is not kept (the value is
+    only kept if no invalidation of its key came while it was fetched). If the tracking connection
+    fails, the process forgets what it kept and reads Redis until it is back.
+
+    (redis-py's own client-side caching does the same over RESP3 but refuses servers before Redis 7.4.)
+    Store only immutable values: the object itself is handed back to every reader in the process.
+    """
+
+    LOCAL_SECONDS = 10  # a kept value's longest life here even with no invalidation (Redis expiry is lazy)
+
+    def __init__(self, server, params):
+        super().__init__(server, params)
+        self._tracker_of_pid = (None, None)
+
+    def _tracker(self):
+        pid, tracker = self._tracker_of_pid
+        if pid != os.getpid():  # a forked worker opens its own tracking connection
+            tracker = _Tracker(self._servers[0], f"{self.key_prefix}:" if self.key_prefix else "", self.LOCAL_SECONDS)
+            self._tracker_of_pid = (os.getpid(), tracker)
+        return tracker
+
+    def get(self, key, default=None, version=None):
+        key = self.make_and_validate_key(key, version=version)
+        value = self._tracker().get(key, self._cache.get)
+        return default if value is _MISSING else value
+
+    def set(self, key, value, timeout=DEFAULT_TIMEOUT, version=None):
+        self._tracker().forget(self.make_and_validate_key(key, version=version))
+        super().set(key, value, timeout, version)
+
+    def delete(self, key, version=None):
+        self._tracker().forget(self.make_and_validate_key(key, version=version))
+        return super().delete(key, version)
+
+    def clear(self):
+        self._tracker().forget_all()
+        return super().clear()
+
+
+_MISSING = object()
+
+
+class _Tracker:
+    """One process's kept values and its tracking connection (see TrackedRedisCache)."""
+
+    def __init__(self, url, prefix, seconds):
+        self.url, self.prefix, self.seconds = url, prefix, seconds
+        self.lock = threading.Lock()
+        self.values = {}  # key -> (monotonic expiry, value)
+        self.fetching = {}  # key -> token of the read in flight that may keep its value
+        self.conn = None
+
+    def _connect(self):
+        import redis
+
+        conn = redis.ConnectionPool.from_url(self.url, protocol=2, socket_timeout=2).make_connection()
+        conn.connect()
+        conn.send_command("CLIENT", "ID")
+        client_id = conn.read_response()
+        args = ["CLIENT", "TRACKING", "ON", "REDIRECT", client_id, "BCAST"]
+        if self.prefix:
+            args += ["PREFIX", self.prefix]
+        conn.send_command(*args)
+        conn.read_response()
+        conn.send_command("SUBSCRIBE", "__redis__:invalidate")
+        conn.read_response()
+        self.conn, self.sock = conn, conn._sock
+
+    def _sync(self):
+        """Take in the invalidations that arrived; False when there is no working tracking connection."""
+        import redis
+
+        try:
+            if self.conn is not None and self.conn._sock is not self.sock:
+                raise OSError("tracking connection lost")  # redis-py would reconnect it without tracking
+            if self.conn is None:
+                self.values.clear()  # invalidations may have been missed while disconnected
+                self.fetching.clear()
+                self._connect()
+            while self.conn.can_read(timeout=0):
+                message = self.conn.read_response()
+                if message[0] != b"message":
+                    continue
+                keys = message[2]
+                if keys is None:  # the database was flushed
+                    self.values.clear()
+                    self.fetching.clear()
+                    continue
+                for key in keys:
+                    key = key.decode()
+                    self.values.pop(key, None)
+                    self.fetching.pop(key, None)
+            return True
+        except (redis.RedisError, OSError):
+            if self.conn is not None:
+                self.conn.disconnect()
+            self.conn = None
+            return False
+
+    def get(self, key, fetch):
+        with self.lock:
+            tracked = self._sync()
+            if tracked:
+                kept = self.values.get(key)
+                if kept is not None and kept[0] > time.monotonic():
+                    return kept[1]
+                token = self.fetching[key] = object()
+        value = fetch(key, _MISSING)
+        if tracked and value is not _MISSING:
+            with self.lock:
+                # Kept only if no invalidation of the key arrived while it was being read.
+                if self._sync() and self.fetching.get(key) is token:
+                    self.values[key] = (time.monotonic() + self.seconds, value)
+                if self.fetching.get(key) is token:
+                    del self.fetching[key]
+        return value
+
+    def forget(self, key):
+        with self.lock:
+            self.values.pop(key, None)
+            self.fetching.pop(key, None)
+
+    def forget_all(self):
+        with self.lock:
+            self.values.clear()
+            self.fetching.clear()

@@ -219,12 +219,19 @@ else:
 # What each process keeps for itself: immutable or short-lived values read on every agent turn.
 # (Its values are immutable, so they are kept unpickled: memory/cache_backends.py.)
 CACHES["local"] = {"BACKEND": "memory.cache_backends.ProcessCache", "LOCATION": "nightwatch-local"}
+# Lesson counts of list pages, per memory and version (memory/listing.py): one small entry per memory,
+# so room for every memory of an organisation.
+CACHES["counts"] = {"BACKEND": "memory.cache_backends.ProcessCache", "LOCATION": "nightwatch-counts",
+                    "OPTIONS": {"MAX_ENTRIES": 200_000}}
 # Memory versions for context reads need a cache every process of the deployment shares, so a
 # write in one clears it for all: Redis when CACHE_URL is set; else, with SQLite (one host by
 # nature), files next to the database (a read of an unchanged file costs one stat: memory/cache_backends.py).
 # PostgreSQL without CACHE_URL reads versions from the database.
+# With Redis, each process keeps the versions it read and Redis tells it at once which ones changed
+# (server-assisted invalidation: memory/cache_backends.py), so a context read makes no trip to Redis.
 if _cache_url:
-    CACHES["versions"] = {**CACHES["default"], "KEY_PREFIX": "versions"}
+    CACHES["versions"] = {**CACHES["default"], "BACKEND": "memory.cache_backends.TrackedRedisCache",
+                          "KEY_PREFIX": "versions"}
 elif not _database_url:
     CACHES["versions"] = {
         "BACKEND": "memory.cache_backends.SharedFileCache",

@@ -4,6 +4,8 @@ Deleting a persona here archives it (its memory stays and comes back on restore)
 good is a separate page that asks for the persona's name to be typed.
 """
 
+from collections import Counter
+
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
@@ -15,7 +17,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
-from memory.models import LessonStatus, Memory, Tier
+from memory.listing import PageCountsAdminMixin, active_lesson_counts
+from memory.models import Lesson, LessonStatus, Memory, Tier
 from personas import services
 from personas.forms import PersonaForm
 from memory.access import PERSONA, PROJECT, TeamScopedAdmin
@@ -111,9 +114,8 @@ class PersonaAliasAdmin(admin.ModelAdmin):
 
 
 @admin.register(Persona)
-class PersonaAdmin(TeamScopedAdmin, admin.ModelAdmin):
+class PersonaAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
     team_via, team_may_add, team_may_change = PERSONA, True, True
-
     form = PersonaForm
     formfield_overrides = URL_FIELDS
     list_display = ["name", "role", "state", "core_lessons", "working_lessons", "project_count", "provider_label"]
@@ -165,13 +167,18 @@ class PersonaAdmin(TeamScopedAdmin, admin.ModelAdmin):
                 refinement_prompt_save(persona=obj, text=new_prompt, user=request.user, note="edited in the admin")
                 obj.refresh_from_db(fields=["refinement_prompt"])
 
-    def get_queryset(self, request):
-        # One query for the whole page: lesson counts per tier come from annotations, not per row.
-        return super().get_queryset(request).annotate(
-            n_core=Count("memories__lessons", filter=_active_lessons("memories__", Tier.CORE)),
-            n_working=Count("memories__lessons", filter=_active_lessons("memories__", Tier.WORKING)),
-            n_projects=Count("memories", distinct=True),
-        )
+    def page_counts(self, rows):
+        # The page's personas' memories in one query; their lesson counts kept by memory version.
+        memories = list(Memory.objects.filter(persona_id__in=[p.pk for p in rows]).values_list("id", "persona_id",
+                                                                                             "version"))
+        lessons = active_lesson_counts({memory_id: version for memory_id, _, version in memories})
+        core, working, projects = Counter(), Counter(), Counter()
+        for memory_id, persona_id, _ in memories:
+            core[persona_id] += lessons[memory_id][0]
+            working[persona_id] += lessons[memory_id][1]
+            projects[persona_id] += 1
+        for persona in rows:
+            persona.n_core, persona.n_working, persona.n_projects = core[persona.pk], working[persona.pk], projects[persona.pk]
 
     # --- columns ---------------------------------------------------------------------------
 
@@ -189,15 +196,15 @@ class PersonaAdmin(TeamScopedAdmin, admin.ModelAdmin):
             return format_html('<span title="archived {}">Archived</span>', obj.archived_at.date())
         return "Active" if obj.is_active else "Inactive"
 
-    @admin.display(description="core lessons", ordering="n_core")
+    @admin.display(description="core lessons")
     def core_lessons(self, obj):
         return obj.n_core
 
-    @admin.display(description="working lessons", ordering="n_working")
+    @admin.display(description="working lessons")
     def working_lessons(self, obj):
         return obj.n_working
 
-    @admin.display(description="projects", ordering="n_projects")
+    @admin.display(description="projects")
     def project_count(self, obj):
         return obj.n_projects
 
@@ -393,7 +400,7 @@ class PersonaAdmin(TeamScopedAdmin, admin.ModelAdmin):
 
 
 @admin.register(Project)
-class ProjectAdmin(TeamScopedAdmin, admin.ModelAdmin):
+class ProjectAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
     team_via, team_may_add, team_may_change = PROJECT, True, True
 
     list_display = ["name", "slug", "team", "repository_link", "repository_ref", "memory_count", "lesson_count",
@@ -404,11 +411,16 @@ class ProjectAdmin(TeamScopedAdmin, admin.ModelAdmin):
     formfield_overrides = URL_FIELDS
     ordering = ["name"]
 
-    def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
-            n_memories=Count("memories", distinct=True),
-            n_lessons=Count("memories__lessons", filter=Q(memories__lessons__status=LessonStatus.ACTIVE)),
-        )
+    def page_counts(self, rows):
+        memories = list(Memory.objects.filter(project_id__in=[p.pk for p in rows]).values_list("id", "project_id",
+                                                                                             "version"))
+        counts = active_lesson_counts({memory_id: version for memory_id, _, version in memories})
+        lessons, per_project = Counter(), Counter()
+        for memory_id, project_id, _ in memories:
+            lessons[project_id] += sum(counts[memory_id])
+            per_project[project_id] += 1
+        for project in rows:
+            project.n_lessons, project.n_memories = lessons[project.pk], per_project[project.pk]
 
     def get_actions(self, request):
         actions = super().get_actions(request)
@@ -433,11 +445,11 @@ class ProjectAdmin(TeamScopedAdmin, admin.ModelAdmin):
             return "—"
         return format_html('<a href="{}" rel="noopener noreferrer">{}</a>', obj.repository_url, obj.repository_url)
 
-    @admin.display(description="memories", ordering="n_memories")
+    @admin.display(description="memories")
     def memory_count(self, obj):
         return obj.n_memories
 
-    @admin.display(description="active lessons", ordering="n_lessons")
+    @admin.display(description="active lessons")
     def lesson_count(self, obj):
         return obj.n_lessons
 

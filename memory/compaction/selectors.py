@@ -7,7 +7,7 @@ from datetime import date
 from types import SimpleNamespace
 
 from django.core.exceptions import ValidationError
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Case, Count, F, Prefetch, Q, Value, When
 from django.utils.html import format_html_join
 
 from memory.access import scope, visible_memories
@@ -20,6 +20,7 @@ from memory.models import (
     LessonStatus,
     Memory,
     ProposalDrop,
+    ProposalLine,
     Tier,
 )
 from memory.refs import parse_ref
@@ -228,23 +229,40 @@ def proposal_review(proposal):
     )
 
 
-def proposals_list(limit=50, *, user):
-    return list(
+def proposals_for_list(*, user):
+    """Proposals for triage: pending ones first, the longest waiting on top, then the others newest first."""
+    pending = CompactionProposal.Status.PENDING
+    return (
         scope(CompactionProposal.objects.all(), user).select_related("memory__persona", "memory__project", "decided_by")
-        .annotate(line_count=Count("lines", distinct=True))
-        .order_by("-created_at", "-id")[:limit]
+        .annotate(waiting_rank=Case(When(status=pending, then=Value(0)), default=Value(1)),
+                  waiting_since=Case(When(status=pending, then=F("created_at"))))
+        .order_by("waiting_rank", "waiting_since", "-created_at", "-id")
     )
 
 
-def memories_with_working_counts(*, user):
-    return list(
-        visible_memories(user).select_related("persona", "project")
-        .annotate(
-            working_count=Count("lessons", filter=Q(lessons__tier=Tier.WORKING, lessons__status=LessonStatus.ACTIVE),
-                                distinct=True),
-            pending_count=Count("compaction_proposals",
-                                filter=Q(compaction_proposals__status=CompactionProposal.Status.PENDING),
-                                distinct=True),
-        )
-        .order_by("persona__name", "project__name")
-    )
+def with_line_counts(proposals):
+    """`proposals` (one page) each given `line_count`, counted by the database for these ids only."""
+    proposals = list(proposals)
+    counts = dict(ProposalLine.objects.filter(proposal_id__in=[p.pk for p in proposals]).order_by()
+                  .values_list("proposal_id").annotate(n=Count("id")))
+    for proposal in proposals:
+        proposal.line_count = counts.get(proposal.pk, 0)
+    return proposals
+
+
+def memories_for_list(*, user):
+    return visible_memories(user).select_related("persona", "project").order_by("persona__name", "project__name", "id")
+
+
+def with_working_counts(memories):
+    """`memories` (one page) each given `working_count` and `pending_count`: two grouped counts over their ids."""
+    memories = list(memories)
+    ids = [m.pk for m in memories]
+    working = dict(Lesson.objects.filter(memory_id__in=ids, status=LessonStatus.ACTIVE, tier=Tier.WORKING)
+                   .order_by().values_list("memory_id").annotate(n=Count("id")))
+    pending = dict(CompactionProposal.objects.filter(memory_id__in=ids, status=CompactionProposal.Status.PENDING)
+                   .order_by().values_list("memory_id").annotate(n=Count("id")))
+    for memory in memories:
+        memory.working_count = working.get(memory.pk, 0)
+        memory.pending_count = pending.get(memory.pk, 0)
+    return memories

@@ -26,6 +26,7 @@ from memory.compaction.services import (
 from memory.compaction.staleness import covered_changes
 from memory.compaction.tasks import compaction_propose_task
 from memory.formats.lines import render_working
+from memory.listing import ListFilters, page_of
 from memory.models import ALL_CATEGORIES, CompactionProposal, Memory, ProposalLine
 from memory.access import APPROVE, can, ensure_visible, get_for_user_or_404, memory_for_user_or_404, scope
 from memory.roles import approver_required, viewer_required
@@ -44,11 +45,25 @@ def _redirect(request, url):
     return redirect(url)
 
 
+PROPOSALS_PER_PAGE = 20
+MEMORIES_PER_PAGE = 20
+
+
 @viewer_required
 def compaction_list(request):
+    filters = ListFilters.from_request(request, kinds=CompactionProposal.Status.choices, kind_param="status")
+    proposals = page_of(request, filters.apply(selectors.proposals_for_list(user=request.user)), PROPOSALS_PER_PAGE)
+    memories = page_of(request, filters.apply(selectors.memories_for_list(user=request.user), memory="", created=None, kind_field=None),
+                       MEMORIES_PER_PAGE, param="mpage")
     context = {
-        "proposals": selectors.proposals_list(user=request.user),
-        "memories": selectors.memories_with_working_counts(user=request.user),
+        "filters": filters,
+        "choices": filters.choices(),
+        "proposals_page": proposals,
+        "proposals": selectors.with_line_counts(proposals.object_list),
+        "proposals_query": filters.query_string(mpage=request.GET.get("mpage", "")),
+        "memories_page": memories,
+        "memories": selectors.with_working_counts(memories.object_list),
+        "memories_query": filters.query_string(page=request.GET.get("page", "")),
         "can_approve": can(request.user, APPROVE),
     }
     return TemplateResponse(request, "memory/compaction/list.html", context)

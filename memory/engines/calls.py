@@ -4,6 +4,7 @@ from django.db.models import Avg, Count, Q, Sum
 from django.db.models.functions import Coalesce
 
 from memory.access import llm_call_teams, scope
+from memory.listing import ListFilters
 from memory.models import LLMCall
 
 _TOTALS = {
@@ -15,8 +16,9 @@ _TOTALS = {
 }
 
 
-def llm_calls(*, user, persona=None, purpose="", outcome=""):
-    calls = scope(LLMCall.objects.all(), user, via=llm_call_teams)
+def llm_calls(*, user, persona=None, project=None, purpose="", outcome="", age=""):
+    calls = ListFilters(project=project.pk if project else None, age=age).apply(
+        scope(LLMCall.objects.all(), user, via=llm_call_teams))
     if persona is not None:
         calls = calls.filter(persona=persona)
     if purpose:

@@ -5,9 +5,10 @@ from django.core.paginator import Paginator
 from django.template.response import TemplateResponse
 
 from memory.engines import calls as selectors
-from memory.access import persona_call_teams, scope
+from memory.access import persona_call_teams, scope, visible_projects
 from memory.roles import viewer_required
-from personas.models import Persona
+from memory.listing import AGES
+from personas.models import Persona, Project
 
 PAGE_SIZE = 50
 
@@ -15,12 +16,16 @@ PAGE_SIZE = 50
 class CallFilterForm(forms.Form):
     persona = forms.ModelChoiceField(queryset=Persona.objects.order_by("name").only("id", "name"),
                                      required=False, empty_label="All personas")
+    project = forms.ModelChoiceField(queryset=Project.objects.order_by("name").only("id", "name"),
+                                     required=False, empty_label="All projects")
     purpose = forms.ChoiceField(required=False)
     outcome = forms.ChoiceField(required=False, choices=[("", "Any outcome"), ("ok", "OK"), ("error", "Error")])
+    age = forms.ChoiceField(required=False, choices=AGES)
 
     def __init__(self, *args, purposes=(), user=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["persona"].queryset = scope(self.fields["persona"].queryset, user, via=persona_call_teams)
+        self.fields["project"].queryset = visible_projects(user).order_by("name").only("id", "name")
         self.fields["purpose"].choices = [("", "All purposes")] + [(p, p) for p in purposes]
 
 

@@ -4,7 +4,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from django.core.cache import cache
-from django.db.models import Prefetch, Q
+from django.db.models import Count, Prefetch, Q
 
 from memory.formats.lines import render_core, render_working
 from memory.models import Change, ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, Tier
@@ -195,16 +195,23 @@ def lesson_with_context(lesson_id):
 
 # --- history ---------------------------------------------------------------------------------
 
-def memory_batches(memory):
-    """Batches newest first with their changes; paginate the result."""
+def memory_batches(memory, changes_per_batch=None):
+    """Batches newest first, each with `first_changes`: its first `changes_per_batch` (all when None); paginate."""
+    changes = Change.objects.select_related("lesson", "reverted_by").order_by("id")
+    if changes_per_batch is not None:
+        changes = changes[:changes_per_batch]  # one windowed query for the page's batches
     return (
         ChangeBatch.objects.filter(memory=memory)
         .select_related("actor_user", "reverted_by", "reverts")
-        .prefetch_related(
-            Prefetch("changes", queryset=Change.objects.select_related("lesson", "reverted_by").order_by("id"))
-        )
+        .prefetch_related(Prefetch("changes", queryset=changes, to_attr="first_changes"))
         .order_by("-created_at", "-id")
     )
+
+
+def change_counts(batches):
+    """{batch id: its number of changes} for `batches` (one page), counted by the database."""
+    return dict(Change.objects.filter(batch_id__in=[b.pk for b in batches]).order_by()
+                .values_list("batch_id").annotate(n=Count("id")))
 
 
 def lesson_changes(lesson):

@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from memory.listing import ListFilters, page_of
 from memory.models import Interaction, Memory, PipelineRun
 from memory.pipeline.selectors import relevance_histogram, run_results, runs_needing_a_look
 from memory.pipeline.services import PipelineError, pipeline_start
@@ -23,24 +24,34 @@ POLL_SECONDS = 1
 PHASES = (("observer", "Observer"), ("reflector", "Reflector"), ("pruner", "Pruner"))
 
 
-def _memories(user):
-    return list(visible_memories(user).select_related("persona", "project").order_by("persona__name", "project__name"))
+RUNS_PER_PAGE = 25
+# The memory picker lists at most this many memories; past it, the persona and project filters narrow it.
+MEMORY_CHOICES = 50
 
 
 @viewer_required
 @require_GET
 def run_list(request):
-    memories = _memories(request.user)
-    chosen = next((m for m in memories if str(m.pk) == request.GET.get("memory", "")), None)
+    filters = ListFilters.from_request(request, kinds=PipelineRun.Status.choices, kind_param="status",
+                                       extra=("memory",))
+    memories = filters.apply(visible_memories(request.user).select_related("persona", "project"), memory="", created=None,
+                             kind_field=None).order_by("persona__name", "project__name", "id")
+    choices = list(memories[:MEMORY_CHOICES + 1])
+    chosen_id = bounded_id(request.GET.get("memory", ""))
+    chosen = next((m for m in choices if m.pk == chosen_id), None)
+    if chosen is None and chosen_id is not None:
+        chosen = visible_memories(request.user).select_related("persona", "project").filter(pk=chosen_id).first()
     interactions = []
     if chosen is not None:
         interactions = list(Interaction.objects.filter(memory=chosen).exclude(transcript=[])
                             .order_by("-created_at", "-id")[:20])
     # needs_look: the list says how long each run in the review queue has waited.
-    runs = list(scope(PipelineRun.objects.all(), request.user).select_related("memory__persona", "memory__project")
-                .annotate(needs_look=Exists(runs_needing_a_look().filter(pk=OuterRef("pk"))))
-                .order_by("-created_at", "-id")[:50])
-    context = {"runs": runs, "memories": memories, "chosen": chosen, "interactions": interactions,
+    runs = filters.apply(scope(PipelineRun.objects.all(), request.user).select_related("memory__persona", "memory__project")
+                         .annotate(needs_look=Exists(runs_needing_a_look().filter(pk=OuterRef("pk")))))
+    page = page_of(request, runs.order_by("-created_at", "-id"), RUNS_PER_PAGE)
+    context = {"page": page, "runs": page.object_list, "memories": choices[:MEMORY_CHOICES],
+               "more_memories": len(choices) > MEMORY_CHOICES, "chosen": chosen, "interactions": interactions,
+               "filters": filters, "choices": filters.choices(), "query_string": filters.query_string(),
                "can_approve": can(request.user, APPROVE, chosen)}
     return TemplateResponse(request, "memory/pipeline/runs.html", context)
 

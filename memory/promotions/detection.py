@@ -25,6 +25,7 @@ import heapq
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from itertools import compress
 from datetime import date
 
 from memory.promotions.text import Analyzer
@@ -146,9 +147,12 @@ class Similarity:
                 base = i * n
                 for j, wj in entries[k + 1:]:
                     dots[base + j] += wi * wj
-        self.cache = dict(dots)
-        self.threshold = link_similarity(n)
-        self.strong = sorted((key // n, key % n, dot) for key, dot in dots.items() if dot >= self.threshold)
+        # Read with .get only, so the defaultdict itself serves (no copy of every pair); the strong
+        # pairs are picked by C-level iteration (most pairs are weak), then ordered by key = (i, j).
+        self.cache = dots
+        self.threshold = threshold = link_similarity(n)
+        strong = sorted(compress(dots.keys(), map(threshold.__le__, dots.values())))
+        self.strong = [(key // n, key % n, dots[key]) for key in strong]
         self.beyond_topic = self._discount_file_topics(lessons)
 
     def _discount_file_topics(self, lessons):

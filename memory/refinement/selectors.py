@@ -6,7 +6,7 @@ import json
 from django.db.models import Count, Max, Q
 
 from memory.access import scope, visible_memories
-from memory.models import RefinementOperation, RefinementRun
+from memory.models import Lesson, RefinementOperation, RefinementRun
 
 STATUS_FILTERS = [("", "All")] + list(RefinementRun.Status.choices)
 
@@ -39,16 +39,23 @@ def status_counts(*, user):
 
 
 def memories_for_refinement(*, user):
-    return (
-        visible_memories(user).select_related("persona", "project")
-        .filter(persona__archived_at__isnull=True)
-        .annotate(
-            core_count=Count("lessons", filter=Q(lessons__tier="core", lessons__status="active"), distinct=True),
-            running=Count("refinement_runs", filter=Q(refinement_runs__status="running"), distinct=True),
-            last_run=Max("refinement_runs__started_at"),
-        )
-        .order_by("persona__name", "project__name")
-    )
+    return (visible_memories(user).select_related("persona", "project").filter(persona__archived_at__isnull=True)
+            .order_by("persona__name", "project__name", "id"))
+
+
+def with_refinement_counts(memories):
+    """`memories` (one page) each given `core_count`, `running` and `last_run`: grouped over their ids only."""
+    memories = list(memories)
+    ids = [m.pk for m in memories]
+    core = dict(Lesson.objects.filter(memory_id__in=ids, tier="core", status="active").order_by()
+                .values_list("memory_id").annotate(n=Count("id")))
+    runs = {row["memory_id"]: row for row in RefinementRun.objects.filter(memory_id__in=ids).order_by()
+            .values("memory_id").annotate(running=Count("id", filter=Q(status="running")), last_run=Max("started_at"))}
+    for memory in memories:
+        memory.core_count = core.get(memory.pk, 0)
+        memory.running = runs.get(memory.pk, {}).get("running", 0)
+        memory.last_run = runs.get(memory.pk, {}).get("last_run")
+    return memories
 
 
 def word_diff(before, after):

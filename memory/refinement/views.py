@@ -3,7 +3,6 @@
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
@@ -11,6 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from memory.listing import ListFilters, page_of
 from memory.models import REFINEMENT_OP_CAP, Memory, RefinementPromptVersion, RefinementRun
 from memory.refinement import prompts, selectors
 from memory.refinement.scheduling import refinement_start
@@ -39,19 +39,27 @@ from personas.models import Persona
 POLL_SECONDS = 1
 
 
+RUNS_PER_PAGE = 25
+MEMORIES_PER_PAGE = 25
+
+
 @viewer_required
 @require_GET
 def run_list(request):
-    status = request.GET.get("status", "")
-    if status not in dict(selectors.STATUS_FILTERS):
-        status = ""
-    page = Paginator(selectors.runs_for_list(status, user=request.user), 50).get_page(request.GET.get("page"))
+    filters = ListFilters.from_request(request, kinds=RefinementRun.Status.choices, kind_param="status")
+    page = page_of(request, filters.apply(selectors.runs_for_list(user=request.user), created="started_at"), RUNS_PER_PAGE)
+    memories = page_of(request, filters.apply(selectors.memories_for_refinement(user=request.user), memory="", created=None,
+                                              kind_field=None), MEMORIES_PER_PAGE, param="mpage")
     counts = selectors.status_counts(user=request.user)
-    filters = [{"value": v, "label": label, "count": counts.get(v, 0), "active": v == status}
-               for v, label in selectors.STATUS_FILTERS]
-    context = {"page": page, "runs": page.object_list, "filters": filters, "status": status,
-               "memories": selectors.memories_for_refinement(user=request.user), "can_approve": can(request.user, APPROVE),
-               "op_cap": REFINEMENT_OP_CAP}
+    chips = [{"value": v, "label": label, "count": counts.get(v, 0), "active": v == filters.kind,
+              "query": filters.query_string(status=v)} for v, label in selectors.STATUS_FILTERS]
+    choices = filters.choices() | {"kinds": []}  # the status is chosen by the chips above the runs
+    context = {"page": page, "runs": page.object_list, "filters": filters, "chips": chips, "status": filters.kind,
+               "choices": choices, "keep": [("status", filters.kind)] if filters.kind else [],
+               "runs_query": filters.query_string(mpage=request.GET.get("mpage", "")),
+               "memories_page": memories, "memories": selectors.with_refinement_counts(memories.object_list),
+               "memories_query": filters.query_string(page=request.GET.get("page", "")),
+               "can_approve": can(request.user, APPROVE), "op_cap": REFINEMENT_OP_CAP}
     template = "memory/refinement/runs.html#runs-table" if request.htmx else "memory/refinement/runs.html"
     return TemplateResponse(request, template, context)
 

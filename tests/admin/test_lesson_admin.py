@@ -31,11 +31,25 @@ def test_changelist_query_count_is_constant(admin_client, django_assert_num_quer
     small = _queries(admin_client)
     _fill(memory, 40, start=3)
     _fill(MemoryFactory(), 20, start=100)
-    # session, user, counts, the page of lessons with persona/project joined, one prefetch of refs,
-    # and the fixed lists behind the persona/project filters and the date hierarchy.
+    # session, user, count, the page of lessons, prefetches of their refs, memories, personas and projects,
+    # and the fixed lists behind the persona/project filters (no date hierarchy: its DISTINCT reads every lesson).
     with django_assert_num_queries(small):
         response = admin_client.get(URL)
     assert response.context["cl"].result_count == 63
+    assert small == 10
+
+
+@pytest.mark.django_db
+def test_page_size_bounds_the_rows_read(admin_client, monkeypatch, django_assert_num_queries):
+    from memory.admin import LessonAdmin
+
+    monkeypatch.setattr(LessonAdmin, "list_per_page", 5)
+    _fill(MemoryFactory(), 12)
+    with django_assert_num_queries(10):
+        response = admin_client.get(URL, {"tier__exact": "working"})
+    assert len(response.context["cl"].result_list) == 5 and response.context["cl"].result_count == 12
+    assert response.context["cl"].full_result_count is None  # no second count over every lesson
+    assert admin_client.get(URL, {"p": 3}).context["cl"].result_list.count() == 2
 
 
 @pytest.mark.django_db

@@ -1,5 +1,6 @@
 """The list of proposals and memories, and the "Propose compaction" button."""
 
+import re
 from datetime import date, timedelta
 
 import pytest
@@ -30,12 +31,13 @@ def big_memory(lines, **kwargs):
 def test_list_page_query_count_does_not_grow(client_for, approver, actor, django_assert_num_queries):
     client = client_for(approver)
     compaction_propose(memory=big_memory(5), actor=actor)
-    with django_assert_num_queries(7):
+    # session, user, group perms, user perms, personas and projects (filter bar), proposals count and page,
+    # their line counts, memories count and page, their working and pending counts, pending promotions (nav badge)
+    with django_assert_num_queries(14):
         assert client.get(reverse("compaction-list")).status_code == 200
     for _ in range(3):
         compaction_propose(memory=big_memory(5), actor=actor)
-    # session, user, group perms, user perms, proposals, memories, pending promotions (nav badge)
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(14):
         response = client.get(reverse("compaction-list"))
     assert response.content.count(b"Propose compaction") == 0  # every memory has one pending
 
@@ -70,3 +72,39 @@ def test_proposing_on_a_memory_within_its_limits_says_there_is_nothing_to_compac
     assert message.startswith(f"Nothing to compact: {memory}'s working memory is within its limits (16 of 150 lessons, ")
     assert not CompactionProposal.objects.exists()
 
+
+
+def test_page_size_bounds_the_rows_read_and_shown(client_for, approver, actor, monkeypatch, django_assert_num_queries):
+    from memory.compaction import views
+
+    monkeypatch.setattr(views, "PROPOSALS_PER_PAGE", 2)
+    monkeypatch.setattr(views, "MEMORIES_PER_PAGE", 3)
+    memories = [big_memory(5) for _ in range(5)]
+    proposals = [compaction_propose(memory=m, actor=actor) for m in memories[:4]]
+    client = client_for(approver)
+    with django_assert_num_queries(14):
+        body = client.get(reverse("compaction-list")).content.decode()
+    assert len(re.findall(r'href="/compactions/\d+/"', body)) == 2  # two proposal rows of four
+    assert body.count("proposal pending") + body.count("Propose compaction</button>") == 3  # three memory rows of five
+    assert "Page 1 of 2 · 4 items" in body and "Page 1 of 2 · 5 items" in body
+    # The oldest waiting proposal comes first; the second page of memories keeps the proposals' page.
+    assert body.index(f'/compactions/{proposals[0].pk}/') < body.index(f'/compactions/{proposals[1].pk}/')
+    second = client.get(reverse("compaction-list"), {"page": 2, "mpage": 2}).content.decode()
+    assert f'/compactions/{proposals[3].pk}/' in second and f'/compactions/{proposals[0].pk}/' not in second
+    assert second.count("proposal pending") + second.count("Propose compaction</button>") == 2
+
+
+def test_filters_narrow_both_lists(client_for, approver, actor):
+    first, second = big_memory(5), big_memory(5)
+    compaction_propose(memory=first, actor=actor)
+    done = compaction_propose(memory=second, actor=actor)
+    CompactionProposal.objects.filter(pk=done.pk).update(status="rejected")
+    client = client_for(approver)
+    body = client.get(reverse("compaction-list"), {"persona": first.persona_id}).content.decode()
+    assert f"{first.persona.name} × {first.project.name}" in body
+    assert f"{second.persona.name} × {second.project.name}" not in body
+    pending = client.get(reverse("compaction-list"), {"status": "pending"}).content.decode()
+    assert f'/compactions/{done.pk}/' not in pending
+    old = client.get(reverse("compaction-list"), {"age": "older"}).content.decode()
+    assert "No proposals match these filters" in old
+    assert client.get(reverse("compaction-list"), {"persona": "x", "status": "bogus", "age": "?"}).status_code == 200

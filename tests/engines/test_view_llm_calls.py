@@ -107,8 +107,32 @@ def test_query_count_does_not_grow(client_for, viewer, django_assert_num_queries
     client = client_for(viewer)
     # session, user, user permissions, group permissions, purposes (filter choices), calls count
     # (paginator), the page of calls (with persona, memory and project joined), totals per persona,
-    # grand total, personas (filter choices), pending promotions (nav badge)
-    with django_assert_num_queries(11):
+    # grand total, personas and projects (filter choices), pending promotions (nav badge)
+    with django_assert_num_queries(12):
         response = client.get(URL)
     assert response.status_code == 200
     assert len(response.context["page"].object_list) == n
+
+
+def test_page_size_bounds_the_rows_read_and_shown(client_for, viewer, monkeypatch, django_assert_num_queries):
+    from memory.engines import views
+
+    monkeypatch.setattr(views, "PAGE_SIZE", 4)
+    memory = MemoryFactory()
+    log_calls(memory, 9)
+    client = client_for(viewer)
+    with django_assert_num_queries(12):
+        response = client.get(URL)
+    assert len(response.context["page"].object_list) == 4 and response.context["page"].paginator.num_pages == 3
+    last = client.get(URL, {"page": 3})
+    assert len(last.context["page"].object_list) == 1
+
+
+def test_project_and_age_filters(client_for, viewer):
+    first, second = MemoryFactory(), MemoryFactory()
+    log_calls(first, 2)
+    log_calls(second, 3)
+    client = client_for(viewer)
+    assert client.get(URL, {"project": second.project_id}).context["page"].paginator.count == 3
+    assert client.get(URL, {"age": "day"}).context["page"].paginator.count == 5
+    assert client.get(URL, {"age": "older"}).context["page"].paginator.count == 0

@@ -68,3 +68,77 @@ def test_shared_file_cache_touch_and_clear(files):
     files.set("k", (2,), timeout=60)
     files.clear()
     assert files.get("k") is None
+
+
+@pytest.fixture
+def tracked():
+    """The Redis versions cache of one process, on the Redis CACHE_URL names (a scratch db of this run)."""
+    import secrets
+
+    from memory.cache_backends import TrackedRedisCache
+    from tests.conftest import requires_services
+
+    url = os.environ.get("CACHE_URL", "")
+    if not url.startswith("redis"):
+        if requires_services():
+            pytest.fail("NW_REQUIRE_SERVICES=1 but CACHE_URL does not name Redis")
+        pytest.skip("needs Redis; set CACHE_URL=redis://…")
+    cache = TrackedRedisCache(url, {"KEY_PREFIX": f"test-{secrets.token_hex(4)}"})
+    yield cache
+    cache.clear()
+
+
+def _other_process(cache, code):
+    """Run `code` with `r` (a plain Redis client) and `key(name)` (this cache's key) in another process."""
+    import subprocess
+    import sys
+
+    prefix = cache.key_prefix
+    subprocess.run([sys.executable, "-c", "import pickle, redis\n"
+                    f"r = redis.Redis.from_url({cache._servers[0]!r})\n"
+                    f"key = lambda name: {prefix!r} + ':1:' + name\n" + code], check=True)
+
+
+def test_a_write_in_another_process_is_seen_at_once(tracked):
+    tracked.set("nw:memory:1:2", (7, 3))
+    assert tracked.get("nw:memory:1:2") == (7, 3)
+    assert tracked.get("nw:memory:1:2") == (7, 3)  # now kept in this process
+    _other_process(tracked, "r.set(key('nw:memory:1:2'), pickle.dumps((7, 4)))")
+    assert tracked.get("nw:memory:1:2") == (7, 4)
+    _other_process(tracked, "r.delete(key('nw:memory:1:2'))")
+    assert tracked.get("nw:memory:1:2") is None
+    assert tracked.get("nw:memory:1:2", "gone") == "gone"
+
+
+def test_a_kept_value_costs_no_trip_to_redis(tracked, monkeypatch):
+    tracked.set("k", ("row",))
+    assert tracked.get("k") == ("row",)
+    trips = []
+    real = tracked._cache.get
+    monkeypatch.setattr(tracked._cache, "get", lambda *a: trips.append(a) or real(*a))
+    for _ in range(5):
+        assert tracked.get("k") == ("row",)
+    assert trips == []
+    tracked.delete("k")  # this process's own write is seen at once too
+    assert tracked.get("k") is None and len(trips) == 1
+
+
+def test_a_read_that_raced_a_write_is_not_kept(tracked):
+    tracked.set("k", ("old",))
+
+    def fetch_then_another_process_writes(key, default):
+        value = tracked._cache.get(key, default)
+        _other_process(tracked, "r.set(key('k'), pickle.dumps(('new',)))")
+        return value
+
+    assert tracked._tracker().get(tracked.make_key("k"), fetch_then_another_process_writes) == ("old",)
+    assert tracked.get("k") == ("new",)
+
+
+def test_a_lost_tracking_connection_forgets_what_was_kept(tracked):
+    tracked.set("k", ("one",))
+    assert tracked.get("k") == ("one",)
+    tracker = tracked._tracker()
+    tracker.conn.disconnect()  # invalidations sent meanwhile would be lost
+    _other_process(tracked, "r.set(key('k'), pickle.dumps(('two',)))")
+    assert tracked.get("k") == ("two",)

@@ -96,3 +96,28 @@ def test_query_count_does_not_grow_with_data(client_for, viewer, memory, django_
         make_lesson(memory, f"more {n}", relevance="high")
     with django_assert_num_queries(len(few.captured_queries)):
         assert client.get(url()).status_code == 200
+
+
+def test_page_size_bounds_the_runs_and_the_memory_picker(client_for, approver, memory, monkeypatch,
+                                                         django_assert_num_queries):
+    from memory.pipeline import views
+    from tests.factories import MemoryFactory
+
+    monkeypatch.setattr(views, "RUNS_PER_PAGE", 3)
+    monkeypatch.setattr(views, "MEMORY_CHOICES", 2)
+    others = [MemoryFactory() for _ in range(3)]
+    for _ in range(4):
+        PipelineRun.objects.create(memory=memory)
+    PipelineRun.objects.create(memory=others[0])
+    client = client_for(approver)
+    # session, user, group perms, user perms; memory choices; runs count and page; personas and projects
+    # (filter bar); the review queue badge
+    with django_assert_num_queries(10):
+        body = client.get(reverse("pipeline:runs")).content.decode()
+    assert body.count('href="/pipeline/runs/') == 3 and "Page 1 of 2 · 5 items" in body
+    assert body.count("<option value=\"") - body.count('name="persona"') >= 2
+    assert "choose a persona or project below to narrow the list" in body
+    narrowed = client.get(reverse("pipeline:runs"), {"persona": others[0].persona_id}).content.decode()
+    assert narrowed.count('href="/pipeline/runs/') == 1 and "narrow the list" not in narrowed
+    chosen = client.get(reverse("pipeline:runs"), {"memory": others[2].pk}).content.decode()
+    assert f'<option value="{others[2].pk}" selected>' in chosen

@@ -57,8 +57,36 @@ def test_query_count_does_not_grow(client_for, approver, django_assert_num_queri
     c = client_for(approver)
     make_runs(2)
     c.get(URL)
-    with django_assert_num_queries(9):  # the same queries plus the promotions badge count
+    # session, user, group perms, user perms; runs count and page; memories count and page, their core
+    # counts and run figures; status counts; personas and projects (filter bar); the promotions badge count
+    with django_assert_num_queries(14):
         c.get(URL)
     make_runs(12, "terminated")
-    with django_assert_num_queries(9):  # the same queries plus the promotions badge count
+    with django_assert_num_queries(14):
         c.get(URL)
+
+
+def test_page_size_bounds_the_rows_read_and_shown(client_for, approver, monkeypatch, django_assert_num_queries):
+    from memory.refinement import views
+
+    monkeypatch.setattr(views, "RUNS_PER_PAGE", 3)
+    monkeypatch.setattr(views, "MEMORIES_PER_PAGE", 2)
+    make_runs(5)
+    c = client_for(approver)
+    with django_assert_num_queries(14):
+        body = c.get(URL).content.decode()
+    assert body.count('class="badge badge-completed"') == 3
+    assert body.count("Run now</button>") == 2
+    assert "Page 1 of 2 · 5 items" in body and "Page 1 of 3 · 5 items" in body
+    older = c.get(URL, {"page": 2, "mpage": 3}).content.decode()
+    assert older.count('class="badge badge-completed"') == 2 and older.count("Run now</button>") == 1
+
+
+def test_persona_and_age_filters(client_for, viewer):
+    make_runs(2)
+    run = RefinementRun.objects.select_related("memory__persona").first()
+    c = client_for(viewer)
+    body = c.get(URL, {"persona": run.memory.persona_id}).content.decode()
+    assert body.count('class="badge badge-completed"') == 1
+    assert c.get(URL, {"age": "older"}).content.decode().count('class="badge badge-completed"') == 0
+    assert c.get(URL, {"age": "day"}).content.decode().count('class="badge badge-completed"') == 2

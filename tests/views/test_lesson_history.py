@@ -45,3 +45,20 @@ def test_query_count_does_not_grow(client_for, viewer, curator, lesson, django_a
         services.lesson_update(lesson=lesson, actor=actor, text=f"Edit number {i}")
     with django_assert_num_queries(10):  # … plus the nav badge count
         client.get(url(lesson))
+
+
+def test_page_size_bounds_the_changes_read_and_shown(client_for, viewer, curator, lesson, monkeypatch,
+                                                     django_assert_num_queries):
+    from memory.lessons.views import history
+
+    monkeypatch.setattr(history, "CHANGES_PER_PAGE", 3)
+    actor = services.Actor.for_user(curator)
+    for i in range(6):
+        services.lesson_update(lesson=lesson, actor=actor, text=f"Edit number {i}")
+    client = client_for(viewer)
+    with django_assert_num_queries(10):
+        response = client.get(url(lesson))
+    assert len(response.context["entries"]) == 3 and "Page 1 of 3 · 7 items" in response.content.decode()
+    assert "Edit number 5" in response.content.decode() and "Edit number 1" not in response.content.decode()
+    last = client.get(url(lesson), {"page": 3})
+    assert len(last.context["entries"]) == 1

@@ -46,13 +46,35 @@ def test_empty_state(client_for, viewer, memory):
 
 
 def test_query_count_does_not_grow(client_for, viewer, memory, django_assert_num_queries):
-    # session, user, user perms, group perms, memory, count, batches page, their changes
+    # session, user, user perms, group perms, memory, count, batches page, their first changes, their change
+    # counts, the nav badge count
     client = client_for(viewer)
     for i in range(3):
         make_lesson(memory, f"Lesson {i}")
-    with django_assert_num_queries(9):  # … plus the nav badge count
+    with django_assert_num_queries(10):
         client.get(url(memory))
     for i in range(40):
         make_lesson(memory, f"More {i}")
-    with django_assert_num_queries(9):  # … plus the nav badge count
+    with django_assert_num_queries(10):
         client.get(url(memory))
+
+
+def test_page_size_bounds_the_batches_and_the_changes_shown(client_for, curator, memory, monkeypatch,
+                                                           django_assert_num_queries):
+    from memory.lessons.views import history
+
+    monkeypatch.setattr(history, "BATCHES_PER_PAGE", 2)
+    monkeypatch.setattr(history, "CHANGES_PER_BATCH", 3)
+    big = services.batch_create(memory=memory, kind=ChangeBatch.Kind.IMPORT, actor=services.Actor.job("import"),
+                                label="big import")
+    for i in range(7):
+        make_lesson(memory, f"Imported {i}", batch=big)
+    for i in range(2):
+        make_lesson(memory, f"Single {i}")
+    client = client_for(curator)
+    with django_assert_num_queries(10):
+        html = client.get(url(memory)).content.decode()
+    assert html.count('<li class="change') == 2 and "big import" not in html  # the two newest single-change batches
+    older = client.get(url(memory), {"page": 2}).content.decode()
+    assert older.count('<li class="change') == 3  # three of the import's seven changes
+    assert "and 4 more changes in this batch (7 in all)" in older and "Revert the whole batch" in older

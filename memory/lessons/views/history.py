@@ -13,7 +13,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from memory import services
 from memory.lessons.addressing import resolve_memory
-from memory.lessons.selectors import cited_entries, lesson_changes, lesson_with_context, memory_batches
+from memory.lessons.selectors import change_counts, cited_entries, lesson_changes, lesson_with_context, memory_batches
 from memory.models import Change, ChangeBatch, Lesson
 from memory.rendering import snapshot_diff
 from memory.access import CURATE, can, ensure_visible, get_for_user_or_404
@@ -23,6 +23,7 @@ from memory.web import actor_for, error_messages, reason_from, safe_next
 
 BATCHES_PER_PAGE = 20
 CHANGES_PER_PAGE = 50
+CHANGES_PER_BATCH = 20
 
 
 def _entry(change):
@@ -34,10 +35,13 @@ def memory_history(request, **address):
     memory, moved = resolve_memory(request, "history", **address)
     if moved:
         return moved
-    page = Paginator(memory_batches(memory), BATCHES_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(memory_batches(memory, CHANGES_PER_BATCH), BATCHES_PER_PAGE).get_page(request.GET.get("page"))
     approver = can(request.user, APPROVE, memory)
-    # An approver's batch is offered for revert to approvers only (the service refuses the others).
-    batches = [{"batch": b, "entries": [_entry(c) for c in b.changes.all()],
+    counts = change_counts(page.object_list)
+    # An approver's batch is offered for revert to approvers only (the service refuses the others). A batch
+    # shows its first changes only (an import holds thousands); the count says how many it holds in all.
+    batches = [{"batch": b, "entries": [_entry(c) for c in b.first_changes], "change_count": counts.get(b.pk, 0),
+                "hidden": counts.get(b.pk, 0) - len(b.first_changes),
                 "can_revert": approver or b.kind not in services.APPROVER_BATCH_KINDS} for b in page.object_list]
     context = {"memory": memory, "page": page, "batches": batches, "may_curate": can(request.user, CURATE, memory)}
     template = "memory/lessons/memory_history.html" + ("#history-list" if request.htmx else "")
