@@ -9,6 +9,7 @@
 """
 
 import ast
+import re
 from pathlib import Path
 
 from celery import current_app
@@ -143,4 +144,5 @@ def test_signals_live_in_one_module_and_receivers_in_receivers_modules():
         if name != "memory.signals":
             assert "dispatch.Signal(" not in source, name
         if not name.endswith((".receivers", "memory.apps", "memory.context_cache")):
-            assert ".connect(" not in source and "@receiver(" not in source, name
+            # A signal's connect names its receiver; a client's own connect() (Redis) takes nothing.
+            assert not re.search(r"\.connect\(\s*[^)\s]", source) and "@receiver(" not in source, name

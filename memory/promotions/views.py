@@ -51,7 +51,8 @@ def _memory_filter(request, action=None):
 
 
 def _context(request, memory=None, **extra):
-    return {"can_approve": can(request.user, APPROVE, memory), "core_categories": CORE_CATEGORIES, **extra}
+    return {"can_approve": can(request.user, APPROVE, memory), "core_categories": CORE_CATEGORIES, "memory": memory,
+            **extra}
 
 
 def _inbox_filters(request):

@@ -22,7 +22,7 @@ def test_list_counts_memories_and_lessons(admin_client, django_assert_num_querie
         make_lesson(MemoryFactory(project=ProjectFactory()), f"more {i}")
     # session, user, the teams of the Team filter, one count (no full count), the page, lesson and memory
     # counts grouped over its projects
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(7):
         admin_client.get(URL)
 
 

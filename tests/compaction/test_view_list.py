@@ -31,13 +31,13 @@ def big_memory(lines, **kwargs):
 def test_list_page_query_count_does_not_grow(client_for, approver, actor, django_assert_num_queries):
     client = client_for(approver)
     compaction_propose(memory=big_memory(5), actor=actor)
-    # session, user, group perms, user perms, personas and projects (filter bar), proposals count and page,
+    # session, user, group perms, user perms, teams, personas and projects (filter bar), proposals count and page,
     # their line counts, memories count and page, their working and pending counts, pending promotions (nav badge)
-    with django_assert_num_queries(14):
+    with django_assert_num_queries(15):
         assert client.get(reverse("compaction-list")).status_code == 200
     for _ in range(3):
         compaction_propose(memory=big_memory(5), actor=actor)
-    with django_assert_num_queries(14):
+    with django_assert_num_queries(15):
         response = client.get(reverse("compaction-list"))
     assert response.content.count(b"Propose compaction") == 0  # every memory has one pending
 
@@ -82,7 +82,7 @@ def test_page_size_bounds_the_rows_read_and_shown(client_for, approver, actor, m
     memories = [big_memory(5) for _ in range(5)]
     proposals = [compaction_propose(memory=m, actor=actor) for m in memories[:4]]
     client = client_for(approver)
-    with django_assert_num_queries(14):
+    with django_assert_num_queries(15):
         body = client.get(reverse("compaction-list")).content.decode()
     assert len(re.findall(r'href="/compactions/\d+/"', body)) == 2  # two proposal rows of four
     assert body.count("proposal pending") + body.count("Propose compaction</button>") == 3  # three memory rows of five

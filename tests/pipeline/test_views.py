@@ -110,9 +110,9 @@ def test_page_size_bounds_the_runs_and_the_memory_picker(client_for, approver, m
         PipelineRun.objects.create(memory=memory)
     PipelineRun.objects.create(memory=others[0])
     client = client_for(approver)
-    # session, user, group perms, user perms; memory choices; runs count and page; personas and projects
+    # session, user, group perms, user perms; memory choices; runs count and page; teams, personas and projects
     # (filter bar); the review queue badge
-    with django_assert_num_queries(10):
+    with django_assert_num_queries(11):
         body = client.get(reverse("pipeline:runs")).content.decode()
     assert body.count('href="/pipeline/runs/') == 3 and "Page 1 of 2 · 5 items" in body
     assert body.count("<option value=\"") - body.count('name="persona"') >= 2

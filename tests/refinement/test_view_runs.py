@@ -58,11 +58,11 @@ def test_query_count_does_not_grow(client_for, approver, django_assert_num_queri
     make_runs(2)
     c.get(URL)
     # session, user, group perms, user perms; runs count and page; memories count and page, their core
-    # counts and run figures; status counts; personas and projects (filter bar); the promotions badge count
-    with django_assert_num_queries(14):
+    # counts and run figures; status counts; teams, personas and projects (filter bar); the promotions badge count
+    with django_assert_num_queries(15):
         c.get(URL)
     make_runs(12, "terminated")
-    with django_assert_num_queries(14):
+    with django_assert_num_queries(15):
         c.get(URL)
 
 
@@ -73,7 +73,7 @@ def test_page_size_bounds_the_rows_read_and_shown(client_for, approver, monkeypa
     monkeypatch.setattr(views, "MEMORIES_PER_PAGE", 2)
     make_runs(5)
     c = client_for(approver)
-    with django_assert_num_queries(14):
+    with django_assert_num_queries(15):
         body = c.get(URL).content.decode()
     assert body.count('class="badge badge-completed"') == 3
     assert body.count("Run now</button>") == 2
