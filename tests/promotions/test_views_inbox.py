@@ -1,6 +1,7 @@
 """The promotion inbox page: who can see it, what it shows, and a fixed number of queries."""
 
-from datetime import date
+from datetime import date, datetime
+from datetime import timezone as dt_timezone
 
 import pytest
 from django.urls import reverse
@@ -208,7 +209,7 @@ def test_pages_show_the_oldest_waiting_first(client_for, approver, settings, mon
     _candidates(5)
     # Make the newest-created candidate the one that has waited longest.
     oldest = PromotionCandidate.objects.order_by("-id").first()
-    PromotionCandidate.objects.filter(pk=oldest.pk).update(created_at=date(2025, 1, 1))
+    PromotionCandidate.objects.filter(pk=oldest.pk).update(created_at=datetime(2025, 1, 1, tzinfo=dt_timezone.utc))
     client = client_for(approver)
     first = client.get(URL).content.decode()
     assert _card_ids(first)[0] == oldest.pk and _cards(first) == 2
@@ -224,7 +225,7 @@ def test_pages_show_the_oldest_waiting_first(client_for, approver, settings, mon
 def test_filters_by_persona_project_and_waiting_time(client_for, approver):
     _candidates(3)
     a, b, c = PromotionCandidate.objects.select_related("memory").order_by("id")
-    PromotionCandidate.objects.filter(pk=a.pk).update(created_at=date(2025, 1, 1))
+    PromotionCandidate.objects.filter(pk=a.pk).update(created_at=datetime(2025, 1, 1, tzinfo=dt_timezone.utc))
     client = client_for(approver)
     assert _card_ids(client.get(URL, {"persona": b.memory.persona_id}).content.decode()) == [b.pk]
     assert _card_ids(client.get(URL, {"project": c.memory.project_id}).content.decode()) == [c.pk]
