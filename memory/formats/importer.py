@@ -106,22 +106,32 @@ def _line_hash(line):
     return content_hash(line.text)
 
 
-def select_new_lines(memory, lines):
-    """The file lines not already stored in `memory` (see the module docstring), in file order."""
+def stored_line_counts(memory, *, exclude=()):
+    """Counters of the lessons stored in `memory` as a file line is matched against them: by content
+    (tier, unparsed, category, text hash) and, for parsed lines, by content and date.
+
+    Every status counts (a deleted lesson's line does not come back) except a creation that was
+    reverted (importing again redoes it). An active lesson in `exclude` already stands for another
+    line of the file (a sync knows which), so it matches no new line.
+    """
     full, content = Counter(), Counter()
-    stored = Lesson.objects.filter(memory=memory).exclude(
-        # An import (or any creation) that was reverted does not count: importing again redoes it.
+    rows = Lesson.objects.filter(memory=memory).exclude(
         status=LessonStatus.DELETED, changes__action=Change.Action.CREATE, changes__reverted_by__isnull=False
-    )
-    for tier, category, day, digest, unparsed in stored.values_list(
-        "tier", "category", "lesson_date", "content_hash", "unparsed"
-    ):
+    ).values_list("id", "tier", "category", "lesson_date", "content_hash", "unparsed", "status")
+    for pk, tier, category, day, digest, unparsed, status in rows:
+        if pk in exclude and status == LessonStatus.ACTIVE:
+            continue
         key = _content_key(tier, unparsed, category, digest)
         content[key] += 1
         if not unparsed:
             full[(key, day)] += 1
-    if not full and not content:
-        return list(lines), 0
+    return full, content
+
+
+def unmatched_lines(lines, full, content):
+    """The lines no stored lesson stands for, in file order. Dated lines are matched first (content
+    and date), then the rest by content; each stored lesson stands for one line (the counters are
+    used up as lines match)."""
     keep = [True] * len(lines)
     keyed = [(_content_key(l.tier, l.unparsed, l.category, _line_hash(l)), l) for l in lines]
     dated_first = sorted(
@@ -137,7 +147,16 @@ def select_new_lines(memory, lines):
         elif content[key] > 0:
             content[key] -= 1
             keep[i] = False
-    new = [line for line, k in zip(lines, keep) if k]
+    return [line for line, k in zip(lines, keep) if k]
+
+
+def select_new_lines(memory, lines):
+    """The file lines not already stored in `memory` (see the module docstring), in file order, and
+    how many were already there."""
+    full, content = stored_line_counts(memory)
+    if not full and not content:
+        return list(lines), 0
+    new = unmatched_lines(lines, full, content)
     return new, len(lines) - len(new)
 
 

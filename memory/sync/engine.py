@@ -26,7 +26,6 @@ import difflib
 import hashlib
 import os
 import tempfile
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone as dt_timezone
 from pathlib import Path
@@ -35,6 +34,7 @@ from django.db import OperationalError, transaction
 from django.utils import timezone
 
 from memory import services
+from memory.formats.importer import memory_import_tree, stored_line_counts, unmatched_lines
 from memory.formats.lines import lesson_line, render_core, render_working, section_header, working_order
 from memory.formats.nightwatch import (
     ARCHIVED_DIR,
@@ -49,7 +49,7 @@ from memory.formats.nightwatch import (
     read_memory_folder,
     split_archived_folder,
 )
-from memory.models import ActorType, Change, ChangeBatch, Lesson, LessonStatus, Memory, Tier, content_hash
+from memory.models import ActorType, ChangeBatch, Lesson, LessonStatus, Memory, Tier
 from memory.selectors import active_lesson_rows
 from memory.sync.models import SyncConflict, SyncedFolder
 
@@ -329,44 +329,6 @@ def _prev_tail(folder_path, name, prev, intake):
         intake.loose += lines  # rewritten in place in the window: every line, matched like an import
 
 
-def _stored_counts(memory, exclude):
-    """Counters of stored lessons (any status but a reverted creation) as import matches them.
-
-    An active lesson in `exclude` already stands for another line of the file, so it matches no new
-    line; an inactive one still does (its own line leaves the file on this pass's write).
-    """
-    full, content = Counter(), Counter()
-    rows = Lesson.objects.filter(memory=memory).exclude(
-        status=LessonStatus.DELETED, changes__action=Change.Action.CREATE, changes__reverted_by__isnull=False
-    ).values_list("id", "tier", "category", "lesson_date", "content_hash", "unparsed", "status")
-    for pk, tier, category, day, digest, unparsed, status in rows:
-        if pk in exclude and status == LessonStatus.ACTIVE:
-            continue
-        key = (tier, unparsed, category, digest)
-        content[key] += 1
-        if not unparsed:
-            full[(key, day)] += 1
-    return full, content
-
-
-def _select_new(lines, full, content):
-    """The lines no stored lesson stands for (dated lines first, as import matches them)."""
-    keep = [True] * len(lines)
-    order = sorted(range(len(lines)), key=lambda i: 0 if (lines[i].lesson_date and not lines[i].unparsed) else 1)
-    for i in order:
-        line = lines[i]
-        key = (line.tier, line.unparsed, line.category, content_hash(line.text))
-        if line.lesson_date and not line.unparsed:
-            if full[(key, line.lesson_date)] > 0:
-                full[(key, line.lesson_date)] -= 1
-                content[key] -= 1
-                keep[i] = False
-        elif content[key] > 0:
-            content[key] -= 1
-            keep[i] = False
-    return [line for line, k in zip(lines, keep) if k]
-
-
 class _Batch:
     """The pass's "Night Watch files" batch of one memory, made when first needed."""
 
@@ -525,9 +487,9 @@ def _attempt_locked(synced, memory, path, reads, result, today):
     held = {entry[1] for entry in intake.kept} | held_now
     taken = []
     if added:
-        taken += _select_new(added, *_stored_counts(memory, held))
+        taken += unmatched_lines(added, *stored_line_counts(memory, exclude=held))
     if intake.loose:
-        taken += _select_new(intake.loose, *_stored_counts(memory, set()))
+        taken += unmatched_lines(intake.loose, *stored_line_counts(memory))
     if taken:
         section, sections = services.next_section(memory), {}
         for line in taken:
@@ -630,7 +592,6 @@ def sync_one(synced, path, result, *, today=None):
 
 def _first_import(root, found, report):
     """Folders never synced: imported in bulk (creating personas, projects, memories as import does)."""
-    from memory.formats.importer import memory_import_tree
 
     tree = Tree(root=root)
     for f in found:
