@@ -193,11 +193,9 @@ def memories_bump_version(memory_ids):
     """memory_bump_version for many memories at once (a bulk import); returns {memory id: new version}."""
     memories = Memory.objects.filter(pk__in=memory_ids)
     memories.update(version=F("version") + 1)
-    versions = {}
-    for memory in memories.only("id", "persona_id", "project_id", "version"):
-        context_cache.memory_changed(memory)
-        versions[memory.pk] = memory.version
-    return versions
+    bumped = list(memories.only("id", "persona_id", "project_id", "version"))
+    context_cache.memories_changed(bumped)
+    return {memory.pk: memory.version for memory in bumped}
 
 
 def memory_get_or_create(*, persona, project):
@@ -496,7 +494,11 @@ class _RowInserter:
             self.copy_with_ids_sql = f"COPY {self.table} ({self.pk}, {columns}) FROM STDIN"
             self.next_ids_sql = "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)"
             self.sequence_of = [model._meta.db_table, model._meta.pk.column]
-            self.constant_row = tuple(self.constant_values)
+            # A JSON default goes in as its text, written once, not dumped again for every row.
+            self.constant_row = tuple(
+                json.dumps(by_name[name].get_default()) if isinstance(by_name[name], models.JSONField) else value
+                for name, value in constants.items()
+            )
 
     def _payload(self, rows):
         if self.dates:
