@@ -143,4 +143,5 @@ def test_signals_live_in_one_module_and_receivers_in_receivers_modules():
         if name != "memory.signals":
             assert "dispatch.Signal(" not in source, name
         if not name.endswith((".receivers", "memory.apps", "memory.context_cache")):
-            assert ".connect(" not in source and "@receiver(" not in source, name
+            # Opening a sqlite3 database (the import bench's scratch reference) is not a receiver.
+            assert ".connect(" not in source.replace("sqlite3.connect(", "") and "@receiver(" not in source, name
