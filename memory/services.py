@@ -446,6 +446,12 @@ class NewLesson(NamedTuple):
     derived_from: Sequence = ()  # ids of the lessons it was made from
 
 
+def _iso_date(value):
+    if type(value) is date:
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} values are not written by the bulk inserter")
+
+
 class _RowInserter:
     """INSERTs of many rows without model instances, all of them in one statement.
 
@@ -465,9 +471,6 @@ class _RowInserter:
         fields = [f for f in model._meta.concrete_fields if not f.primary_key]
         by_name = {f.attname: f for f in fields}
         self.varying = list(varying)
-        self.dates = [i for i, name in enumerate(self.varying)
-                      if isinstance(by_name[name], models.DateField)
-                      and not isinstance(by_name[name], models.DateTimeField)]
         if any(isinstance(by_name[name], models.DateTimeField) for name in self.varying):
             raise ValueError("date-times are written as constants only")
         sqlite = connection.vendor == "sqlite"
@@ -501,12 +504,9 @@ class _RowInserter:
             )
 
     def _payload(self, rows):
-        if self.dates:
-            rows = [list(r) for r in rows]
-            for row in rows:
-                for i in self.dates:
-                    row[i] = row[i].isoformat()
-        return json.dumps(rows, ensure_ascii=False)
+        # Dates are written by the encoder as it meets them (rebuilding every row to swap them
+        # for text first cost more than the encoding).
+        return json.dumps(rows, ensure_ascii=False, default=_iso_date)
 
     def insert(self, rows, *, returning=False):
         """rows: tuples in `varying` order. Returns the new primary keys in row order when asked.
