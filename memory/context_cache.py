@@ -112,6 +112,16 @@ def memory_changed(memory):
         _forget(_memory_key(memory.persona_id, memory.project_id), _versions())
 
 
+def memories_changed(memories):
+    """memory_changed for many memories (a bulk import): one trip to the shared cache, not one each."""
+    if settings.MEMORY_VERSION_CACHE_SECONDS:
+        keys = [_memory_key(m.persona_id, m.project_id) for m in memories]
+        if keys:
+            store = _versions()
+            store.delete_many(keys)
+            transaction.on_commit(lambda: store.delete_many(keys))
+
+
 def project_changed(project):
     if settings.MEMORY_VERSION_CACHE_SECONDS:
         _forget(_project_key(project.slug))

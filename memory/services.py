@@ -193,11 +193,9 @@ def memories_bump_version(memory_ids):
     """memory_bump_version for many memories at once (a bulk import); returns {memory id: new version}."""
     memories = Memory.objects.filter(pk__in=memory_ids)
     memories.update(version=F("version") + 1)
-    versions = {}
-    for memory in memories.only("id", "persona_id", "project_id", "version"):
-        context_cache.memory_changed(memory)
-        versions[memory.pk] = memory.version
-    return versions
+    bumped = list(memories.only("id", "persona_id", "project_id", "version"))
+    context_cache.memories_changed(bumped)
+    return {memory.pk: memory.version for memory in bumped}
 
 
 def memory_get_or_create(*, persona, project):
@@ -448,14 +446,20 @@ class NewLesson(NamedTuple):
     derived_from: Sequence = ()  # ids of the lessons it was made from
 
 
+def _iso_date(value):
+    if type(value) is date:
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} values are not written by the bulk inserter")
+
+
 class _RowInserter:
-    """INSERTs of many rows without model instances, all of them in one statement that reads them
-    from one JSON array.
+    """INSERTs of many rows without model instances, all of them in one statement.
 
     The ORM's per-object cost dominated imports, and so did binding every value of every row from
     Python (executemany on SQLite; on PostgreSQL, psycopg splitting a multi-row VALUES statement of
-    thousands of placeholders). Here the rows go as one JSON array, written by json's C encoder and
-    unpacked by the database (SQLite's json_each, PostgreSQL's jsonb_array_elements), in order.
+    thousands of placeholders). On SQLite the rows go as one JSON array, written by json's C
+    encoder and unpacked by json_each, in order. On PostgreSQL they go through one COPY (psycopg
+    writes the rows in C; the server skips parsing and planning per row).
 
     Every concrete column of the model is written: the ones given per row, the rest from the
     field's default (auto_now fields get `now`), so a field added to the model later is filled
@@ -467,25 +471,12 @@ class _RowInserter:
         fields = [f for f in model._meta.concrete_fields if not f.primary_key]
         by_name = {f.attname: f for f in fields}
         self.varying = list(varying)
-        self.dates = [i for i, name in enumerate(self.varying)
-                      if isinstance(by_name[name], models.DateField)
-                      and not isinstance(by_name[name], models.DateTimeField)]
         if any(isinstance(by_name[name], models.DateTimeField) for name in self.varying):
             raise ValueError("date-times are written as constants only")
         sqlite = connection.vendor == "sqlite"
-        picks = []
-        for i, name in enumerate(self.varying):
-            field_ = by_name[name]
-            if sqlite:  # JSON text given for a JSONField is a string: stored as it is
-                picks.append(f"json_extract(value, '$[{i}]')")
-            elif isinstance(field_, models.JSONField):
-                picks.append(f"(r->>{i})::jsonb")
-            elif isinstance(field_, (models.CharField, models.TextField)):
-                # Text as it is: the column's own assignment refuses an overlong value, where an
-                # explicit cast to varchar(n) would cut it silently.
-                picks.append(f"(r->>{i})")
-            else:
-                picks.append(f"(r->>{i})::{field_.db_type(connection)}")
+        # SQLite reads each row's values from the JSON array (JSON text given for a JSONField is a
+        # string there: stored as it is) and the constants from parameters.
+        picks = [f"json_extract(value, '$[{i}]')" for i in range(len(self.varying))]
         constants = {}
         for f in fields:
             if f.attname in self.varying:
@@ -500,31 +491,36 @@ class _RowInserter:
         if sqlite:
             self.sql = f"INSERT INTO {self.table} ({columns}) SELECT {', '.join(picks)} FROM json_each(%s) ORDER BY key"
         else:
-            self.sql = (f"INSERT INTO {self.table} ({columns}) SELECT {', '.join(picks)} "
-                        f"FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS rows(r, n) ORDER BY n")
+            # PostgreSQL: COPY, the fastest way in. Each row is its values then the constants; new
+            # ids, when asked for, are taken from the table's sequence first and copied with the rows.
+            self.copy_sql = f"COPY {self.table} ({columns}) FROM STDIN"
+            self.copy_with_ids_sql = f"COPY {self.table} ({self.pk}, {columns}) FROM STDIN"
+            self.next_ids_sql = "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)"
+            self.sequence_of = [model._meta.db_table, model._meta.pk.column]
+            # A JSON default goes in as its text, written once, not dumped again for every row.
+            self.constant_row = tuple(
+                json.dumps(by_name[name].get_default()) if isinstance(by_name[name], models.JSONField) else value
+                for name, value in constants.items()
+            )
 
     def _payload(self, rows):
-        if self.dates:
-            rows = [list(r) for r in rows]
-            for row in rows:
-                for i in self.dates:
-                    row[i] = row[i].isoformat()
-        return json.dumps(rows, ensure_ascii=False)
+        # Dates are written by the encoder as it meets them (rebuilding every row to swap them
+        # for text first cost more than the encoding).
+        return json.dumps(rows, ensure_ascii=False, default=_iso_date)
 
     def insert(self, rows, *, returning=False):
         """rows: tuples in `varying` order. Returns the new primary keys in row order when asked.
 
         On SQLite the new ids are the ones above the largest before: ids only grow, and the writer
         already holds the database's write lock (it wrote the batches first), so no other writer
-        adds rows meanwhile. PostgreSQL returns them in the order the rows went in.
+        adds rows meanwhile. On PostgreSQL they are drawn from the table's sequence before the COPY.
         """
         if not rows:
             return []
+        if connection.vendor != "sqlite":
+            return self._copy(rows, returning)
         params = [*self.constant_values, self._payload(rows)]  # the placeholders' order in self.sql
         with connection.cursor() as cursor:
-            if connection.vendor != "sqlite":
-                cursor.execute(self.sql + (f" RETURNING {self.pk}" if returning else ""), params)
-                return [row[0] for row in cursor.fetchall()] if returning else []
             if returning:
                 cursor.execute(f"SELECT COALESCE(MAX({self.pk}), 0) FROM {self.table}")
                 (before,) = cursor.fetchone()
@@ -535,6 +531,26 @@ class _RowInserter:
             ids = [row[0] for row in cursor.fetchall()]
         if len(ids) != len(rows):
             raise RuntimeError(f"{self.table}: {len(rows)} rows written but {len(ids)} new ids found")
+        return ids
+
+    def _copy(self, rows, returning):
+        """PostgreSQL: the rows through one COPY. A value too long for its column is refused by
+        COPY as by INSERT (never cut); errors come out as Django's, as from any query."""
+        constants = self.constant_row
+        with connection.cursor() as cursor, connection.wrap_database_errors:
+            ids = []
+            if returning:
+                cursor.execute(self.next_ids_sql, [*self.sequence_of, len(rows)])
+                ids = [row[0] for row in cursor.fetchall()]
+                with cursor.cursor.copy(self.copy_with_ids_sql) as copy:
+                    write = copy.write_row
+                    for pk, row in zip(ids, rows):
+                        write((pk, *row, *constants))
+            else:
+                with cursor.cursor.copy(self.copy_sql) as copy:
+                    write = copy.write_row
+                    for row in rows:
+                        write((*row, *constants))
         return ids
 
 

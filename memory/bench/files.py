@@ -4,7 +4,10 @@ import random
 from datetime import date, timedelta
 from pathlib import Path
 
+from django.db import connection
+
 from memory.bench import benchmark
+from memory.bench.import_reference import copy_schema, reference_import
 from memory.formats.exporter import export_tree
 from memory.formats.importer import memory_import_tree
 from memory.formats.lines import core_line, section_header, working_line
@@ -90,6 +93,23 @@ def run(bench):
     # export 1,000 files, 5 ms to compile a memory of 10,000 lessons.
     target = 8 * bullets / 100_000
 
+    # The floor, timed in the same run on the same files: plain Python and sqlite3's executemany
+    # into a scratch copy of the tables (memory/bench/import_reference.py). SQLite only.
+    reference = reference_cpu = None
+    if connection.vendor == "sqlite":
+        scratch = copy_schema(connection, bench.tmpdir / "reference.sqlite3")
+        written = 0
+
+        def do_reference():
+            nonlocal written
+            written = reference_import(src, scratch)
+
+        reference = bench.time(do_reference)
+        reference_cpu = bench.last_cpu
+        scratch.close()
+        assert written == bullets, "the reference must write every bullet"
+        bench.figure("reference: plain Python + sqlite3 executemany", reference, unit="s", cpu=reference_cpu)
+
     report = None
 
     def do_import():
@@ -100,6 +120,9 @@ def run(bench):
     assert report.added == bullets and not report.unparsed, "the generated tree must import whole"
     bench.figure(f"import {bullets:,} bullets ({files:,} files)", seconds, unit="s", target=target, cpu=bench.last_cpu)
     bench.figure("import throughput", bullets / seconds, unit="bullets/s")
+    if reference:
+        bench.figure("import ÷ reference (wall)", seconds / reference, unit="×", target=1.4)
+        bench.figure("import ÷ reference (cpu)", bench.last_cpu / reference_cpu, unit="×", target=1.4)
 
     seconds = bench.time(lambda: memory_import_tree(tree=read_tree(src), actor=actor))
     bench.figure("import again (idempotent, adds nothing)", seconds, unit="s", cpu=bench.last_cpu,

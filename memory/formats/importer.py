@@ -370,9 +370,10 @@ def _import_folders(folders, *, actor, label, today):
         if project.pk not in _memories_of(persona, cache) and (persona.pk, project.pk) not in missing:
             missing[(persona.pk, project.pk)] = Memory(persona=persona, project=project)
             report.created.append("memory")
-    for memory in Memory.objects.bulk_create(list(missing.values())):
+    created = Memory.objects.bulk_create(list(missing.values()))
+    for memory in created:
         _memories_of(memory.persona, cache)[memory.project_id] = memory
-        context_cache.memory_changed(memory)  # as a saved memory would (bulk creation sends no signal)
+    context_cache.memories_changed(created)  # as saved memories would (bulk creation sends no signal)
     writer = _Writer(actor=actor, label=label, today=today, cache=cache)
     fresh = {memory.pk for memory in missing.values()}  # holding nothing yet: every line is new
     reports = []

@@ -68,3 +68,25 @@ def test_a_value_too_long_for_its_column_is_refused_not_cut(tmp_path):
     change = Change.objects.get()
     with pytest.raises((DataError, IntegrityError)):
         inserter.insert([(change.batch_id, change.memory_id, change.lesson_id, "x" * 50, "{}")])
+
+
+def test_an_import_drops_the_cached_versions_of_every_memory_it_adds_to(tmp_path, settings,
+                                                                        django_capture_on_commit_callbacks):
+    from memory import context_cache
+    from memory.models import Memory
+
+    settings.MEMORY_VERSION_CACHE_SECONDS = 10  # on whatever versions cache this configuration has
+
+    files = {"Maya/memories/app/working.md": "## 2025-01-02 [TODO]\n- [TODO] first\n",
+             "Maya/memories/api/working.md": "## 2025-01-02 [TODO]\n- [TODO] first\n"}
+    root = write_tree(tmp_path / "agents", files)
+    memory_import_tree(tree=read_tree(root), actor=Actor.system("tests"))
+    memories = list(Memory.objects.select_related("project"))
+    for memory in memories:
+        context_cache.memory_set(memory.persona_id, memory.project.slug, {"version": "stale"}, memory.project_id)
+    assert all(context_cache.memory_get(m.persona_id, m.project.slug) for m in memories)
+
+    root = write_tree(tmp_path / "agents", {path: text + "- [TODO] second\n" for path, text in files.items()})
+    with django_capture_on_commit_callbacks(execute=True):
+        memory_import_tree(tree=read_tree(root), actor=Actor.system("tests"))
+    assert [context_cache.memory_get(m.persona_id, m.project.slug) for m in memories] == [None, None]
