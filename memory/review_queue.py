@@ -158,23 +158,12 @@ def is_overdue(since, *, now=None):
 
 
 @dataclass
-class Overdue:
-    """Items that have waited longer than REVIEW_OVERDUE_DAYS: how many per source, and since when the oldest."""
+class Overdue(Queue):
+    """Items that have waited longer than REVIEW_OVERDUE_DAYS: a Queue whose entries count only those,
+    with the threshold and the oldest item's waiting_since."""
 
-    days: int
-    entries: list  # [QueueEntry] counting only the overdue items
-    oldest: object = None  # the oldest overdue item's waiting_since
-
-    @property
-    def total(self):
-        return sum(e.count for e in self.entries)
-
-    def __bool__(self):
-        return bool(self.entries)
-
-    @property
-    def summary(self):
-        return ", ".join(f"{e.count} {e.label}" for e in self.entries)
+    days: int = 0
+    oldest: object = None
 
 
 def overdue(memory_ids=None, *, now=None):
@@ -200,7 +189,7 @@ def overdue(memory_ids=None, *, now=None):
     found = {key: (n, oldest) for key, n, oldest in rows if n}
     entries = [QueueEntry(s, found[s.key][0]) for s in review_sources() if s.key in found]
     oldest = min((o for _, o in found.values() if o is not None), default=None)
-    return Overdue(settings.REVIEW_OVERDUE_DAYS, entries, oldest)
+    return Overdue(entries, days=settings.REVIEW_OVERDUE_DAYS, oldest=oldest)
 
 
 def waiting_items(memory_ids=None):
