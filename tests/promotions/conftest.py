@@ -13,6 +13,19 @@ THEME = [
 ]
 
 
+def pending_candidates(n):
+    """n pending candidates, each detected in a memory of its own from the theme's lessons."""
+    from tests.factories import MemoryFactory
+
+    made = []
+    for _ in range(n):
+        memory = MemoryFactory()
+        for i, (text, ref) in enumerate(THEME):
+            make_lesson(memory, text, refs=ref, day=date(2026, 1, 1 + i))
+        made.extend(promotion_detect(memory=memory).created)
+    return made
+
+
 @pytest.fixture
 def themed(memory):
     """themed(n) creates the first n lessons of one theme, each on its own date."""

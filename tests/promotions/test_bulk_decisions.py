@@ -3,7 +3,6 @@ single-candidate path (its own transaction and batch), the lot recorded as one b
 leads deciding overlapping selections at once on separate database connections."""
 
 import threading
-from datetime import date
 
 import pytest
 from django.contrib.auth.models import Group
@@ -12,22 +11,10 @@ from django.db import connections
 
 from memory import services
 from memory.models import ChangeBatch, Lesson, PromotionBulkDecision, PromotionCandidate
-from memory.promotions.services import promotion_approve, promotion_bulk_decide, promotion_detect
+from memory.promotions.services import promotion_approve, promotion_bulk_decide
 from memory.roles import ensure_role_groups
 from tests.conftest import race_needs_postgres
-from tests.factories import MemoryFactory, make_lesson
-from tests.promotions.conftest import THEME
-
-
-def _pending(n):
-    """n pending candidates, each in its own memory."""
-    made = []
-    for _ in range(n):
-        memory = MemoryFactory()
-        for i, (text, ref) in enumerate(THEME):
-            make_lesson(memory, text, refs=ref, day=date(2026, 1, 1 + i))
-        made.extend(promotion_detect(memory=memory).created)
-    return made
+from tests.promotions.conftest import pending_candidates as _pending
 
 
 def _approver(django_user_model, name):

@@ -1,29 +1,16 @@
 """POST /promotions/bulk/: approve or reject the selected candidates, with or without htmx."""
 
-from datetime import date
-
 import pytest
 from django.urls import reverse
 
 from memory import services
 from memory.models import PromotionBulkDecision, PromotionCandidate
-from memory.promotions.services import promotion_detect, promotion_reject
-from tests.factories import MemoryFactory, make_lesson
-from tests.promotions.conftest import THEME
+from memory.promotions.services import promotion_reject
+from tests.promotions.conftest import pending_candidates as _pending
 
 pytestmark = pytest.mark.django_db
 URL = reverse("promotions:bulk")
 HTMX = {"HX-Request": "true"}
-
-
-def _pending(n):
-    made = []
-    for _ in range(n):
-        memory = MemoryFactory()
-        for i, (text, ref) in enumerate(THEME):
-            make_lesson(memory, text, refs=ref, day=date(2026, 1, 1 + i))
-        made.extend(promotion_detect(memory=memory).created)
-    return made
 
 
 def test_viewer_cannot_decide_in_bulk(client_for, viewer):
