@@ -10,7 +10,12 @@ something a team lead can act on, a bare "3" is not.
     @register_review_source("promotions", singular="promotion", plural="promotions",
                             list_url=lambda: reverse("promotions:inbox"), items=candidates_of)
     def pending_promotions(memory_ids):
-        return dict(Candidate.objects.filter(...).values_list("memory_id").annotate(n=Count("id")))
+        return count_per_memory(Candidate.objects.filter(status="pending"), memory_ids)
+
+Two questions are asked of the sources, each in one UNION query: how many items wait in all (the nav
+badge on every page, home's summary: one COUNT per source, no grouping by memory, so no row per
+memory comes back however many memories there are) and how many wait in each of a page's memories
+(home's cards, a memory page).
 """
 
 from collections import Counter
@@ -23,7 +28,7 @@ _SOURCES = {}
 @dataclass(frozen=True)
 class ReviewSource:
     key: str
-    counts: Callable  # (memory_ids or None) -> count_per_memory(...) rows, or a {memory_id: n} dict
+    counts: Callable  # (memory_ids or None) -> a PerMemory (see count_per_memory), or a {memory_id: n} dict
     singular: str
     plural: str
     list_url: Callable | None = None  # () -> the feature's own list of these items
@@ -94,28 +99,66 @@ def review_sources():
     return sorted(_SOURCES.values(), key=lambda s: (s.order, s.key))
 
 
+@dataclass(frozen=True)
+class PerMemory:
+    """The waiting items of one source, to be counted per memory or in all: what count_per_memory
+    returns. `memory_field` is the path from an item to its memory's id."""
+
+    queryset: object
+    memory_field: str = "memory_id"
+
+    def rows(self, key):
+        """(source key, memory_id, n) rows, one per memory with items."""
+        from django.db.models import CharField, Count, F, Value
+
+        return (self.queryset.order_by().values(memory_ref=F(self.memory_field)).annotate(n=Count("pk"))
+                .annotate(source=Value(key, output_field=CharField())).values_list("source", "memory_ref", "n"))
+
+    def total(self, key):
+        """One (source key, n) row: the items counted in all, without a row per memory."""
+        from django.db.models import CharField, Count, Value
+
+        return (self.queryset.order_by().annotate(source=Value(key, output_field=CharField()))
+                .values("source").annotate(n=Count("pk")).values_list("source", "n"))
+
+
+def _union(querysets):
+    return list(querysets[0].union(*querysets[1:], all=True)) if querysets else []
+
+
 def counts_by_source(memory_ids=None):
-    """{source key: {memory_id: n}}. memory_ids=None asks about every memory.
+    """{source key: {memory_id: n}}. memory_ids=None asks about every memory; ask only about the
+    memories a page shows (totals_by_source answers "how many in all" without a row per memory).
 
-    Sources that return a queryset of (memory_id, n) rows (see count_per_memory) are asked in one
-    UNION query, so the badge on every page costs one query however many sources there are.
+    Sources that return a PerMemory (see count_per_memory) are asked in one UNION query.
     """
-    from django.db.models import CharField, QuerySet, Value
-
     result, querysets = {}, []
     for source in review_sources():
         counts = source.counts(memory_ids)
-        if isinstance(counts, QuerySet):
-            querysets.append(counts.annotate(source=Value(source.key, output_field=CharField()))
-                             .values_list("source", "memory_id", "n"))
+        if isinstance(counts, PerMemory):
+            querysets.append(counts.rows(source.key))
             result[source.key] = {}
         else:
             result[source.key] = {m: n for m, n in (counts or {}).items() if n}
-    if querysets:
-        for key, memory_id, n in querysets[0].union(*querysets[1:], all=True):
-            if n:
-                result[key][memory_id] = n
+    for key, memory_id, n in _union(querysets):
+        if n:
+            result[key][memory_id] = n
     return result
+
+
+def totals_by_source(memory_ids=None):
+    """{source key: items waiting in all} over memory_ids (None: every memory), sources with none
+    left out: one UNION of counts, whose cost follows the waiting items, not the memories."""
+    result, querysets = {}, []
+    for source in review_sources():
+        counts = source.counts(memory_ids)
+        if isinstance(counts, PerMemory):
+            querysets.append(counts.total(source.key))
+        else:
+            result[source.key] = sum(n for n in (counts or {}).values() if n)
+    for key, n in _union(querysets):
+        result[key] = result.get(key, 0) + n
+    return {key: n for key, n in result.items() if n}
 
 
 def queue_for(memory_id, by_source):
@@ -125,11 +168,9 @@ def queue_for(memory_id, by_source):
                   for key, per_memory in by_source.items() if per_memory.get(memory_id)])
 
 
-def queue_total(by_source):
-    """The Queue of the whole product, from counts_by_source(None)."""
-    sources = {s.key: s for s in review_sources()}
-    return Queue([QueueEntry(sources[key], sum(per_memory.values()))
-                  for key, per_memory in by_source.items() if per_memory])
+def queue_total(totals):
+    """The Queue of the whole product (or of what a person sees), from totals_by_source()."""
+    return Queue([QueueEntry(source, totals[source.key]) for source in review_sources() if totals.get(source.key)])
 
 
 def memory_queue(memory):
@@ -211,19 +252,24 @@ def waiting_items(memory_ids=None):
     return items
 
 
-_REQUEST_ATTR = "_nw_review_counts"
+_REQUEST_ATTR = "_nw_review_totals"
 
 
-def request_counts(request):
-    """counts_by_source over the memories the signed-in person may see, computed once per request
-    (the nav badge and the home page share it)."""
+def request_totals(request):
+    """totals_by_source over the memories the signed-in person may see, computed once per request
+    (the nav badge, the promotions badge and the home page share it, so they cannot disagree)."""
     if request is None:
-        return counts_by_source(None)
+        return totals_by_source(None)
     if not hasattr(request, _REQUEST_ATTR):
         from memory.access import visible_memory_ids
 
-        setattr(request, _REQUEST_ATTR, counts_by_source(visible_memory_ids(request.user)))
+        setattr(request, _REQUEST_ATTR, totals_by_source(visible_memory_ids(request.user)))
     return getattr(request, _REQUEST_ATTR)
+
+
+def memories_with_waiting_items(memory_ids=None):
+    """Ids of the memories (of memory_ids) with anything waiting for review."""
+    return {m for per_memory in counts_by_source(memory_ids).values() for m, n in per_memory.items() if n}
 
 
 def pending_review_counts(memory_ids=None):
@@ -254,10 +300,9 @@ def run_mark_looked_at(*, run, user, needing_a_look):
         raise ValidationError("This run is not waiting for anyone to look at it.")
 
 
-def count_per_memory(queryset, memory_ids):
-    """(memory_id, n) rows of a queryset with a memory foreign key: what a source's counts return."""
-    from django.db.models import Count
-
+def count_per_memory(queryset, memory_ids, memory_field="memory_id"):
+    """The waiting items of a source, narrowed to memory_ids: what a source's counts return.
+    `memory_field` is the path from an item to its memory's id when the item has no memory key."""
     if memory_ids is not None:
-        queryset = queryset.filter(memory_id__in=memory_ids)
-    return queryset.order_by().values("memory_id").annotate(n=Count("id")).values_list("memory_id", "n")
+        queryset = queryset.filter(**{f"{memory_field}__in": memory_ids})
+    return PerMemory(queryset, memory_field)

@@ -9,7 +9,7 @@ from django.db.models import Count, Prefetch, Q
 from memory.formats.lines import render_core, render_working
 from memory.models import Change, ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, Tier
 from memory.refs.models import NEEDS_REVIEW
-from memory.review_queue import counts_by_source, queue_for
+from memory.review_queue import queue_for
 from memory.selectors import compile_memory
 
 _REFS = Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"))
@@ -83,7 +83,7 @@ def tier_sizes(memory_ids):
             for r in rows}
 
 
-def home_memories(user, *, q="", team="", waiting=False, include_archived=False, review_counts=None):
+def home_memories(user, *, q="", team="", waiting=False, include_archived=False, waiting_ids=None):
     """The memories home lists for `user`, its teams' first, grouped by team then persona and project."""
     from django.db.models import F
 
@@ -99,9 +99,8 @@ def home_memories(user, *, q="", team="", waiting=False, include_archived=False,
         memories = memories.filter(project__team__isnull=True)
     elif team:
         memories = memories.filter(project__team__slug=team)
-    if waiting:
-        waiting_ids = {m for per_memory in (review_counts or {}).values() for m, n in per_memory.items() if n}
-        memories = memories.filter(pk__in=sorted(waiting_ids))
+    if waiting:  # waiting_ids: review_queue.memories_with_waiting_items()
+        memories = memories.filter(pk__in=sorted(waiting_ids or ()))
     return memories.order_by(F("project__team__name").asc(nulls_last=True), "persona__name", "project__name", "id")
 
 
@@ -197,12 +196,15 @@ def lesson_with_context(lesson_id):
 
 def memory_batches(memory, changes_per_batch=None):
     """Batches newest first, each with `first_changes`: its first `changes_per_batch` (all when None); paginate."""
-    changes = Change.objects.select_related("lesson", "reverted_by").order_by("id")
+    # The page shows which batch or change reverted one by its id only: no join to the reverting batch
+    # (nor to "the batch this one reverts", which SQLite, told by ANALYZE that nearly every
+    # reverted_by is NULL, would find by reading every batch for each row).
+    changes = Change.objects.select_related("lesson").order_by("id")
     if changes_per_batch is not None:
         changes = changes[:changes_per_batch]  # one windowed query for the page's batches
     return (
         ChangeBatch.objects.filter(memory=memory)
-        .select_related("actor_user", "reverted_by", "reverts")
+        .select_related("actor_user")
         .prefetch_related(Prefetch("changes", queryset=changes, to_attr="first_changes"))
         .order_by("-created_at", "-id")
     )

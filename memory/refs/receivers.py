@@ -1,11 +1,10 @@
 """How ref checking shows up elsewhere in the product: refs that need a decision wait for review."""
 
-from django.db.models import Count, F
 from django.dispatch import receiver
 
 from memory.refs.selectors import refs_needing_review_count
 from memory.refs.services import refs_link_anchors
-from memory.review_queue import ReviewItem, register_review_source
+from memory.review_queue import ReviewItem, count_per_memory, register_review_source
 from memory.signals import lesson_refs_writing
 
 
@@ -23,11 +22,9 @@ def _refs_to_review(memory):
 
 @register_review_source("refs", singular="ref to review", plural="refs to review", order=50, items=_refs_to_review)
 def refs_needing_review_rows(memory_ids):
-    """The same count as refs_needing_review_count, as (memory_id, n) rows the review queue asks in one UNION."""
+    """The same count as refs_needing_review_count, for the review queue's UNION queries."""
     from memory.models import LessonRef, LessonStatus
     from memory.refs.models import NEEDS_REVIEW
 
     refs = LessonRef.objects.filter(lesson__status=LessonStatus.ACTIVE, anchor__status__in=NEEDS_REVIEW)
-    if memory_ids is not None:
-        refs = refs.filter(lesson__memory_id__in=memory_ids)
-    return refs.order_by().values(memory_id=F("lesson__memory_id")).annotate(n=Count("id")).values_list("memory_id", "n")
+    return count_per_memory(refs, memory_ids, memory_field="lesson__memory_id")

@@ -16,9 +16,9 @@ def pending_promotions(context):
     user = getattr(request, "user", None) or context.get("user")
     if user is None or not user.is_authenticated or not access_for(user).anywhere(VIEW):
         return None
-    from memory.review_queue import request_counts
+    from memory.review_queue import request_totals
 
-    return sum(request_counts(request).get("promotions", {}).values())
+    return request_totals(request).get("promotions", 0)
 
 
 @register.simple_tag

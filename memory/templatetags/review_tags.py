@@ -3,7 +3,7 @@
 from django import template
 from django.conf import settings
 
-from memory.review_queue import queue_total, request_counts
+from memory.review_queue import queue_total, request_totals
 from memory.access import access_for, visible_memory_ids
 from memory.roles import VIEW
 
@@ -17,7 +17,7 @@ def review_queue(context):
     user = getattr(request, "user", None) or context.get("user")
     if user is None or not user.is_authenticated or not access_for(user).anywhere(VIEW):
         return None
-    return queue_total(request_counts(request))
+    return queue_total(request_totals(request))
 
 
 @register.simple_tag

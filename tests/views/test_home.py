@@ -85,11 +85,11 @@ def _count(client, django_assert_num_queries, expected, url=URL):
     return ctx
 
 
-# session, user, user permissions, group permissions, the review queue (one UNION of pending promotions,
-# pending compactions, refinement and pipeline runs that need a look and refs to review; shared by both nav
-# badges and the page), the team headings (one grouped count), the page's count, the page's memories,
-# one aggregate of the page's lessons
-HOME_QUERIES = 9
+# session, user, user permissions, group permissions, the review totals (one UNION counting pending
+# promotions, pending compactions, refinement and pipeline runs that need a look, file conflicts and refs
+# to review; shared by both nav badges and the page), the team headings (one grouped count), the page's
+# count, the page's memories, one aggregate of the page's lessons, the review counts of the page's memories
+HOME_QUERIES = 10
 
 
 def test_query_count_does_not_grow_with_lessons(client_for, viewer, django_assert_num_queries, db):
@@ -125,6 +125,33 @@ def test_page_size_bounds_the_lessons_read(client_for, viewer, db):
     assert len(in_list.split(",")) == HOME_PAGE_SIZE
     assert html.count('<li class="memory-card') == HOME_PAGE_SIZE
     assert "Page 1 of 3" in html
+
+
+def test_review_counts_read_totals_and_the_pages_memories_only(client_for, viewer, db):
+    """The badges and the queue summary read one total per kind of item; the cards' counts name the
+    page's memories only: nothing comes back per memory of the organisation."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.lessons.selectors import HOME_PAGE_SIZE
+    from memory.models import Memory, RefinementRun
+
+    _fill(1, personas=9, projects=7)
+    for memory in Memory.objects.all():
+        RefinementRun.objects.create(memory=memory, status=RefinementRun.Status.FAILED, engine="offline")
+    with CaptureQueriesContext(connection) as ctx:
+        html = client_for(viewer).get(URL).content.decode()
+    # (the third query naming runs is the overdue summary: one count and oldest date per kind)
+    review = [q["sql"] for q in ctx.captured_queries if "memory_refinementrun" in q["sql"] and "MIN(" not in q["sql"]]
+    assert len(review) == 2, review
+    marker = '"memory_refinementrun"."memory_id" IN ('
+    (totals,) = [sql for sql in review if marker not in sql]  # every memory the viewer sees, one count
+    (per_memory,) = [sql for sql in review if marker in sql]
+    assert 'AS "memory_ref"' not in totals and 'AS "memory_ref"' in per_memory  # no row per memory in totals
+    in_list = per_memory.split(marker)[1].split(")")[0]
+    assert len(in_list.split(",")) == HOME_PAGE_SIZE
+    assert "63 refinement runs to look at" in html
+    assert html.count("1 refinement run to look at") == HOME_PAGE_SIZE
 
 
 def test_filter_by_name_and_waiting(client_for, viewer, memory, other_persona, project):

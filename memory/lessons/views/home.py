@@ -8,9 +8,9 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.template.response import TemplateResponse
 
-from memory.access import visible_memories
+from memory.access import visible_memories, visible_memory_ids
 from memory.lessons.selectors import HOME_PAGE_SIZE, home_memories, memory_cards
-from memory.review_queue import queue_total, request_counts
+from memory.review_queue import counts_by_source, memories_with_waiting_items, queue_total, request_totals
 from memory.roles import viewer_required
 
 
@@ -37,16 +37,17 @@ def _teams(user):
 @viewer_required
 def home(request):
     filters = _read_filters(request.GET)
-    # The same counts as the nav badge, so the page and the badge cannot disagree.
-    review_counts = request_counts(request)
     teams = _teams(request.user)
-    memories = home_memories(request.user, review_counts=review_counts, **filters)
+    waiting_ids = memories_with_waiting_items(visible_memory_ids(request.user)) if filters["waiting"] else None
+    memories = home_memories(request.user, waiting_ids=waiting_ids, **filters)
     page = Paginator(memories, HOME_PAGE_SIZE).get_page(request.GET.get("page"))
+    shown = list(page.object_list)
     query = request.GET.copy()
     query.pop("page", None)
     context = {
         **filters,
-        "queue": queue_total(review_counts),
+        # The same totals as the nav badge, so the page and the badge cannot disagree.
+        "queue": queue_total(request_totals(request)),
         "teams": teams,
         # A one-team install has no teams at all: no headings, nothing new to read.
         "show_teams": any(t["id"] is not None for t in teams),
@@ -54,7 +55,7 @@ def home(request):
                                                              if filters["include_archived"] else 0),
         "archived_count": sum(t["archived"] for t in teams),
         "page": page,
-        "cards": memory_cards(list(page.object_list), review_counts),
+        "cards": memory_cards(shown, counts_by_source([m.pk for m in shown]) if shown else {}),
         "filtered": bool(filters["q"] or filters["team"] or filters["waiting"]),
         "query_string": query.urlencode(),
     }
