@@ -108,7 +108,22 @@ class ListFilters:
 
 def page_of(request, queryset, per_page, *, param="page"):
     """One page of `queryset`; the paginator's count is the database's COUNT, the rows only the page's."""
-    return Paginator(queryset, per_page).get_page(request.GET.get(param))
+    return window(queryset, per_page, request.GET.get(param))
+
+
+def window(queryset, per_page, number):
+    """Page `number` of `queryset`, its rows read in one query that first picks the page's ids.
+
+    The ids come from a subquery that orders and slices `queryset` alone, so the database walks the
+    order's index and stops after one page. Selecting the rows with their joined tables and
+    annotations in one statement instead lets a planner (SQLite's, with statistics of a large store)
+    start from a joined table, compute the annotations for every row and sort them all to keep one page.
+    """
+    paginator = Paginator(queryset.values_list("pk", flat=True), per_page)
+    page = paginator.get_page(number)
+    ids = page.object_list  # a sliced subquery, not run on its own
+    page.object_list = list(queryset.filter(pk__in=ids)) if paginator.count else []
+    return page
 
 
 class PageCountsAdminMixin:
@@ -144,33 +159,3 @@ class PageCountsAdminMixin:
 def grouped_counts(queryset, key, **counts):
     """{key value: {name: count}} of `queryset` grouped by `key`, with `counts` as aggregate expressions."""
     return {row.pop(key): row for row in queryset.order_by().values(key).annotate(**counts)}
-
-
-def active_lesson_counts(versions):
-    """{memory id: (active core, active working)} for {memory id: version}.
-
-    Kept in this process's `counts` cache by memory version (every write to a memory's lessons bumps it, as the
-    compiled-memory cache relies on), so a list of thousands of memories counts only those written
-    since it was last shown, in one grouped query over the (memory, status, tier) index.
-    """
-    from django.db.models import Count
-
-    from django.core.cache import caches
-
-    from memory.models import Lesson, LessonStatus, Tier
-
-    store = caches["counts"]
-    keys = {memory_id: f"nw:lesson-counts:{memory_id}:{version}" for memory_id, version in versions.items()}
-    found = store.get_many(keys.values())
-    result = {memory_id: found[key] for memory_id, key in keys.items() if key in found}
-    missing = [memory_id for memory_id in keys if memory_id not in result]
-    if missing:
-        counted = {}
-        for memory_id, tier, n in (Lesson.objects.filter(memory_id__in=missing, status=LessonStatus.ACTIVE).order_by()
-                                   .values_list("memory_id", "tier").annotate(n=Count("*"))):
-            counted[memory_id, tier] = n
-        fresh = {memory_id: (counted.get((memory_id, Tier.CORE), 0), counted.get((memory_id, Tier.WORKING), 0))
-                 for memory_id in missing}
-        store.set_many({keys[memory_id]: counts for memory_id, counts in fresh.items()}, timeout=24 * 3600)
-        result.update(fresh)
-    return result

@@ -15,7 +15,8 @@ from typing import NamedTuple
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection, models, transaction
-from django.db.models import F
+from django.db.models import Count, F, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
@@ -182,9 +183,26 @@ def batches_create(batches):
     return ChangeBatch.objects.bulk_create(batches)
 
 
+def _recount_active_lessons(memories):
+    """Count again the active lessons per tier of `memories` (a queryset), in one UPDATE.
+
+    Run after the version bump, as a statement of its own: the bump holds the memory's row lock, so
+    on PostgreSQL every other writer of this memory has committed (and this statement's snapshot sees
+    its lessons) or waits for this transaction.
+    """
+    def active(tier):
+        counted = (Lesson.objects.filter(memory=OuterRef("pk"), status=LessonStatus.ACTIVE, tier=tier).order_by()
+                   .values("memory").annotate(n=Count("pk")).values("n"))
+        return Coalesce(Subquery(counted), 0)
+
+    memories.update(active_core_lessons=active(Tier.CORE), active_working_lessons=active(Tier.WORKING))
+
+
 def memory_bump_version(memory):
-    Memory.objects.filter(pk=memory.pk).update(version=F("version") + 1)
-    memory.refresh_from_db(fields=["version"])
+    memories = Memory.objects.filter(pk=memory.pk)
+    memories.update(version=F("version") + 1)
+    _recount_active_lessons(memories)
+    memory.refresh_from_db(fields=["version", "active_core_lessons", "active_working_lessons"])
     context_cache.memory_changed(memory)
     return memory.version
 
@@ -193,6 +211,7 @@ def memories_bump_version(memory_ids):
     """memory_bump_version for many memories at once (a bulk import); returns {memory id: new version}."""
     memories = Memory.objects.filter(pk__in=memory_ids)
     memories.update(version=F("version") + 1)
+    _recount_active_lessons(memories)
     bumped = list(memories.only("id", "persona_id", "project_id", "version"))
     context_cache.memories_changed(bumped)
     return {memory.pk: memory.version for memory in bumped}

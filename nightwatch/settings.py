@@ -219,10 +219,6 @@ else:
 # What each process keeps for itself: immutable or short-lived values read on every agent turn.
 # (Its values are immutable, so they are kept unpickled: memory/cache_backends.py.)
 CACHES["local"] = {"BACKEND": "memory.cache_backends.ProcessCache", "LOCATION": "nightwatch-local"}
-# Lesson counts of list pages, per memory and version (memory/listing.py): one small entry per memory,
-# so room for every memory of an organisation.
-CACHES["counts"] = {"BACKEND": "memory.cache_backends.ProcessCache", "LOCATION": "nightwatch-counts",
-                    "OPTIONS": {"MAX_ENTRIES": 200_000}}
 # Memory versions for context reads need a cache every process of the deployment shares, so a
 # write in one clears it for all: Redis when CACHE_URL is set; else, with SQLite (one host by
 # nature), files next to the database (a read of an unchanged file costs one stat: memory/cache_backends.py).

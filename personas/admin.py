@@ -4,20 +4,19 @@ Deleting a persona here archives it (its memory stays and comes back on restore)
 good is a separate page that asks for the persona's name to be typed.
 """
 
-from collections import Counter
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db import models, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Sum
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
-from memory.listing import PageCountsAdminMixin, active_lesson_counts
+from memory.listing import PageCountsAdminMixin, grouped_counts
 from memory.models import Lesson, LessonStatus, Memory, Tier
 from personas import services
 from personas.forms import PersonaForm
@@ -168,17 +167,14 @@ class PersonaAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
                 obj.refresh_from_db(fields=["refinement_prompt"])
 
     def page_counts(self, rows):
-        # The page's personas' memories in one query; their lesson counts kept by memory version.
-        memories = list(Memory.objects.filter(persona_id__in=[p.pk for p in rows]).values_list("id", "persona_id",
-                                                                                             "version"))
-        lessons = active_lesson_counts({memory_id: version for memory_id, _, version in memories})
-        core, working, projects = Counter(), Counter(), Counter()
-        for memory_id, persona_id, _ in memories:
-            core[persona_id] += lessons[memory_id][0]
-            working[persona_id] += lessons[memory_id][1]
-            projects[persona_id] += 1
+        # Each memory keeps its active lesson counts (recounted by every write): one grouped query.
+        totals = grouped_counts(Memory.objects.filter(persona_id__in=[p.pk for p in rows]), "persona_id",
+                                core=Sum("active_core_lessons"), working=Sum("active_working_lessons"),
+                                projects=Count("id"))
         for persona in rows:
-            persona.n_core, persona.n_working, persona.n_projects = core[persona.pk], working[persona.pk], projects[persona.pk]
+            row = totals.get(persona.pk, {})
+            persona.n_core, persona.n_working = row.get("core") or 0, row.get("working") or 0
+            persona.n_projects = row.get("projects", 0)
 
     # --- columns ---------------------------------------------------------------------------
 
@@ -412,15 +408,13 @@ class ProjectAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
     ordering = ["name"]
 
     def page_counts(self, rows):
-        memories = list(Memory.objects.filter(project_id__in=[p.pk for p in rows]).values_list("id", "project_id",
-                                                                                             "version"))
-        counts = active_lesson_counts({memory_id: version for memory_id, _, version in memories})
-        lessons, per_project = Counter(), Counter()
-        for memory_id, project_id, _ in memories:
-            lessons[project_id] += sum(counts[memory_id])
-            per_project[project_id] += 1
+        totals = grouped_counts(Memory.objects.filter(project_id__in=[p.pk for p in rows]), "project_id",
+                                core=Sum("active_core_lessons"), working=Sum("active_working_lessons"),
+                                memories=Count("id"))
         for project in rows:
-            project.n_lessons, project.n_memories = lessons[project.pk], per_project[project.pk]
+            row = totals.get(project.pk, {})
+            project.n_lessons = (row.get("core") or 0) + (row.get("working") or 0)
+            project.n_memories = row.get("memories", 0)
 
     def get_actions(self, request):
         actions = super().get_actions(request)

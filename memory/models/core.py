@@ -83,6 +83,10 @@ class Memory(models.Model):
         default=False, help_text="Let pipeline reflections go straight to core instead of the promotion inbox."
     )
     version = models.PositiveBigIntegerField(default=0, help_text="Bumped by every mutation of this memory's lessons.")
+    # Active lessons per tier, counted again by every write that bumps `version` (services.memory_bump_version),
+    # so list pages of thousands of memories read two numbers a memory instead of counting lessons.
+    active_core_lessons = models.PositiveIntegerField(default=0, editable=False)
+    active_working_lessons = models.PositiveIntegerField(default=0, editable=False)
     last_reflected_at = models.DateTimeField(null=True, blank=True)
     last_compacted_at = models.DateTimeField(null=True, blank=True)
     last_refined_at = models.DateTimeField(null=True, blank=True)
@@ -321,6 +325,8 @@ class ChangeBatch(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         verbose_name_plural = "change batches"
+        # A memory's history, newest first, a page at a time: read in index order, not sorted.
+        indexes = [models.Index(fields=["memory", "-created_at", "-id"], name="batch_memory_recent")]
 
     def __str__(self):
         return f"{self.get_kind_display()} #{self.pk}"
@@ -429,4 +435,10 @@ class LLMCall(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         verbose_name = "LLM call"
-        indexes = [models.Index(fields=["-created_at", "-id"], name="llmcall_recent_idx")]
+        indexes = [
+            models.Index(fields=["-created_at", "-id"], name="llmcall_recent_idx"),
+            # The call log's totals per persona read only this index, already in persona order.
+            models.Index(fields=["persona", "outcome", "tokens_in", "tokens_out", "latency_ms"], name="llmcall_totals"),
+            # The purposes to filter by: distinct values read from the index, not from every row.
+            models.Index(fields=["purpose"], name="llmcall_purpose"),
+        ]

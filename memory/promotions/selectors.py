@@ -4,12 +4,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.core.paginator import Paginator
 from django.db.models import Exists, OuterRef, Prefetch
 from django.utils import timezone
 
 from memory.access import VIEW, scope
 from memory.formats.lines import core_line, render_core
+from memory.listing import window
 from memory.models import (
     Lesson,
     LessonConfirmation,
@@ -122,9 +122,8 @@ def inbox_page(*, user, filters=None, page=1, per_page=None):
     lessons (those load when a card is opened). Reads a count, the page's rows and the core lessons
     of the page's memories: what it reads is bounded by the page size, not by how many wait."""
     qs = inbox_candidates(user=user, filters=filters).select_related("memory__persona", "memory__project")
-    paginator = Paginator(qs, per_page or INBOX_PAGE_SIZE)
-    current = paginator.get_page(page)
-    current.object_list = _with_budgets(list(current.object_list))
+    current = window(qs, per_page or INBOX_PAGE_SIZE, page)
+    current.object_list = _with_budgets(current.object_list)
     return current
 
 

@@ -77,7 +77,12 @@ class RefinementRun(models.Model):
 
     class Meta:
         ordering = ["-started_at", "-id"]
-        indexes = [models.Index(fields=["status", "heartbeat_at"], name="refinement_run_status_beat")]
+        indexes = [
+            models.Index(fields=["status", "heartbeat_at"], name="refinement_run_status_beat"),
+            # The review queue's runs to look at: a few among every run ever made.
+            models.Index(fields=["memory", "started_at"], name="refinement_run_to_look_at",
+                         condition=models.Q(status__in=["terminated", "failed"], looked_at__isnull=True)),
+        ]
 
     def __str__(self):
         return f"Refinement run #{self.pk} ({self.status})"
