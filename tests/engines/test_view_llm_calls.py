@@ -105,10 +105,11 @@ def test_query_count_does_not_grow(client_for, viewer, django_assert_num_queries
     for i in range(n):
         log_calls(memories[i % 3], 1, outcome="error" if i % 5 == 0 else "ok", error="x" if i % 5 == 0 else "")
     client = client_for(viewer)
-    # session, user, user permissions, group permissions, purposes (filter choices), calls count
-    # (paginator), the page of calls (with persona, memory and project joined), totals per persona,
-    # grand total, personas and projects (filter choices), pending promotions (nav badge)
-    with django_assert_num_queries(12):
+    # session, user, user permissions, group permissions, purposes (filter choices), totals per persona
+    # (whose sum is the grand total and the paginator's count), their names, the page of calls (with
+    # persona, memory and project joined), personas and projects (filter choices), the review totals
+    # (nav badges)
+    with django_assert_num_queries(11):
         response = client.get(URL)
     assert response.status_code == 200
     assert len(response.context["page"].object_list) == n
@@ -121,7 +122,7 @@ def test_page_size_bounds_the_rows_read_and_shown(client_for, viewer, monkeypatc
     memory = MemoryFactory()
     log_calls(memory, 9)
     client = client_for(viewer)
-    with django_assert_num_queries(12):
+    with django_assert_num_queries(11):
         response = client.get(URL)
     assert len(response.context["page"].object_list) == 4 and response.context["page"].paginator.num_pages == 3
     last = client.get(URL, {"page": 3})
@@ -136,3 +137,36 @@ def test_project_and_age_filters(client_for, viewer):
     assert client.get(URL, {"project": second.project_id}).context["page"].paginator.count == 3
     assert client.get(URL, {"age": "day"}).context["page"].paginator.count == 5
     assert client.get(URL, {"age": "older"}).context["page"].paginator.count == 0
+
+
+def test_totals_show_the_busiest_personas_and_the_rest_in_one_row(client_for, viewer):
+    from memory.engines.views import TOTALS_SHOWN
+
+    memories = [MemoryFactory() for _ in range(TOTALS_SHOWN + 2)]
+    for k, memory in enumerate(memories):  # the first persona busiest
+        log_calls(memory, len(memories) - k, tokens=(100, 10), latency=200 + k)
+    log_calls(memories[-1], 1, outcome="error", error="timeout", tokens=(7, 0), latency=50)
+    response = client_for(viewer).get(URL)
+    totals, rest, grand = (response.context[k] for k in ("totals", "rest_total", "grand_total"))
+    assert [row["persona__name"] for row in totals] == [m.persona.name for m in memories[:TOTALS_SHOWN]]
+    assert rest["personas"] == 2 and rest["calls"] == 2 + 1 + 1 and rest["errors"] == 1
+    assert rest["tokens_in"] == 100 * 3 + 7
+    all_calls = sum(range(1, len(memories) + 1)) + 1
+    assert grand["calls"] == all_calls == response.context["page"].paginator.count
+    assert grand["tokens_in"] == 100 * (all_calls - 1) + 7 and grand["errors"] == 1
+    latencies = [200 + k for k, m in enumerate(memories) for _ in range(len(memories) - k)] + [50]
+    assert grand["mean_latency_ms"] == pytest.approx(sum(latencies) / len(latencies))
+    html = response.content.decode()
+    assert "2 more personas" in html and f"busiest {TOTALS_SHOWN} of {TOTALS_SHOWN + 2}" in html
+    assert memories[-1].persona.name not in html.split('aria-label="Totals per persona"')[1].split("</table>")[0]
+
+
+def test_persona_and_project_options_keep_the_choice(client_for, viewer):
+    first, second = MemoryFactory(), MemoryFactory()
+    log_calls(first, 1)
+    log_calls(second, 2)
+    response = client_for(viewer).get(URL, {"persona": second.persona_id})
+    html = response.content.decode()
+    assert f'<option value="{second.persona_id}" selected>' in html
+    assert f'<option value="{first.persona_id}">' in html and f'<option value="{first.project_id}">' in html
+    assert response.context["page"].paginator.count == 2
