@@ -25,7 +25,6 @@ import heapq
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from itertools import compress
 from datetime import date
 
 from memory.promotions.text import Analyzer
@@ -129,30 +128,67 @@ def _vectors(lessons):
     return vectors, df
 
 
+def _pair_dots(terms, positions, weights, n):
+    """(pair keys i * n + j in ascending order, their dot products) of the lessons sharing a term.
+
+    The postings come as three columns, one entry per (lesson, indexed term), lessons in position
+    order: the term's number (terms numbered as first met), the lesson's position, its weight. Each
+    pair of entries of one term adds wi * wj to the pair's dot, term after term in that numbering:
+    the sums come out bit for bit as a loop over an inverted index would make them (floating-point
+    addition depends on its order, and groups found near a threshold must not move). numpy does it
+    in C: the products of all terms of m entries are made together and put in the terms' order, then
+    np.bincount adds each pair's products one after another in that order.
+    """
+    import numpy as np
+
+    terms = np.asarray(terms, dtype=np.int64)
+    if not len(terms):
+        return np.empty(0, dtype=np.int64), np.empty(0)
+    order = np.argsort(terms, kind="stable")  # grouped by term, positions still ascending within one
+    positions = np.asarray(positions, dtype=np.int64)[order]
+    weights = np.asarray(weights, dtype=np.float64)[order]
+    sizes = np.bincount(terms)
+    starts = np.cumsum(sizes) - sizes
+    pair_counts = sizes * (sizes - 1) // 2
+    offsets = np.cumsum(pair_counts) - pair_counts  # where each term's products go, terms in order
+    total = int(pair_counts.sum())
+    keys = np.empty(total, dtype=np.int64)
+    products = np.empty(total, dtype=np.float64)
+    for m in np.unique(sizes[sizes > 1]).tolist():
+        same_size = np.flatnonzero(sizes == m)
+        first, second = np.triu_indices(m, 1)  # row by row: the order a nested loop takes them
+        a = starts[same_size][:, None] + first
+        b = starts[same_size][:, None] + second
+        slots = (offsets[same_size][:, None] + np.arange(len(first))).ravel()
+        keys[slots] = (positions[a] * n + positions[b]).ravel()
+        products[slots] = (weights[a] * weights[b]).ravel()
+    unique, inverse = np.unique(keys, return_inverse=True)
+    return unique, np.bincount(inverse, weights=products, minlength=len(unique))
+
+
 class Similarity:
     """Cosines between a memory's lessons: the pairs sharing an indexed term found at once through
     an inverted index, any other pair computed when clustering asks for it."""
 
     def __init__(self, lessons):
         self.vectors, df = _vectors(lessons)
-        postings = defaultdict(list)
+        numbers, terms, positions, weights = {}, [], [], []
         for position, vector in enumerate(self.vectors):
             for term, weight in vector.items():
-                if df[term] > 1:
-                    postings[term].append((position, weight))
+                if df[term] > 1:  # a term of one lesson pairs it with nothing
+                    terms.append(numbers.setdefault(term, len(numbers)))
+                    positions.append(position)
+                    weights.append(weight)
         n = self.n = len(lessons)
-        dots = defaultdict(float)
-        for entries in postings.values():
-            for k, (i, wi) in enumerate(entries):
-                base = i * n
-                for j, wj in entries[k + 1:]:
-                    dots[base + j] += wi * wj
-        # Read with .get only, so the defaultdict itself serves (no copy of every pair); the strong
-        # pairs are picked by C-level iteration (most pairs are weak), then ordered by key = (i, j).
-        self.cache = dots
+        # Pair key = i * n + j (i < j). The pairs found stay in two numpy arrays in key order: clustering
+        # asks about a few thousand of the hundreds of thousands found, so only those become Python
+        # numbers (self.cache).
+        self.keys, self.dots = _pair_dots(terms, positions, weights, n)
+        self.cache = {}
         self.threshold = threshold = link_similarity(n)
-        strong = sorted(compress(dots.keys(), map(threshold.__le__, dots.values())))
-        self.strong = [(key // n, key % n, dots[key]) for key in strong]
+        strong = self.dots >= threshold
+        self.strong = [(key // n, key % n, dot)
+                       for key, dot in zip(self.keys[strong].tolist(), self.dots[strong].tolist())]
         self.beyond_topic = self._discount_file_topics(lessons)
 
     def _discount_file_topics(self, lessons):
@@ -206,16 +242,21 @@ class Similarity:
         key = p * self.n + q
         dot = self.cache.get(key)
         if dot is None:
-            # Not found through the index: they share no term worth counting.
-            small, large = sorted((self.vectors[p], self.vectors[q]), key=len)
-            dot = self.cache[key] = sum(w * large.get(t, 0.0) for t, w in small.items())
+            at = int(self.keys.searchsorted(key))
+            if at < len(self.keys) and self.keys[at] == key:
+                dot = float(self.dots[at])
+            else:  # not found through the index: they share no term worth counting
+                small, large = sorted((self.vectors[p], self.vectors[q]), key=len)
+                dot = sum(w * large.get(t, 0.0) for t, w in small.items())
+            self.cache[key] = dot
         return dot
 
 
 def similarities(lessons, *, minimum=MIN_PAIR_SIMILARITY):
     """{(i, j): cosine} for lesson positions i < j sharing an indexed term, cosine >= `minimum`."""
     sim = Similarity(lessons)
-    return {(k // sim.n, k % sim.n): d for k, d in sim.cache.items() if d >= minimum}
+    found = sim.dots >= minimum
+    return {(k // sim.n, k % sim.n): d for k, d in zip(sim.keys[found].tolist(), sim.dots[found].tolist())}
 
 
 def _linkage(left, right, sim):
