@@ -21,9 +21,11 @@ Pairs are found through an inverted index of terms, so the cost follows how many
 each term, not the square of the number of lessons.
 """
 
+import gc
 import heapq
 import math
 from collections import Counter, defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -72,6 +74,26 @@ TRIM_MIN_LESSONS = 20
 # counts in the norms, so it weakens similarity rather than strengthening it).
 MIN_COMMON_TERM_LIMIT = 50
 COMMON_TERM_SHARE = 0.005
+
+
+@contextmanager
+def cyclic_gc_paused():
+    """Python's cycle collector paused while detection builds its facts, vectors and pairs.
+
+    They are hundreds of thousands of dicts, tuples and floats in a large memory, none in a reference
+    cycle: reference counting frees every one. Left on, the collector walks every object the process
+    holds, again and again as they are made, which costs more the larger the process already is (in a
+    worker that has just imported a tree, more than detection itself). Collection resumes after, so
+    cyclic garbage made meanwhile is only collected later. Another thread's pause overlapping this one
+    is harmless: whichever found the collector on turns it back on.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 @dataclass

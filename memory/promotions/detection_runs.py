@@ -210,9 +210,10 @@ def _finish_run(run, budget):
 
 
 def _detect(memory, engine, budget, run, place_new=True):
-    facts, current_hashes = _load_facts(memory)
     min_dates = max(2, memory.promotion_threshold)
-    word_groups = detection.detect(facts, min_dates=min_dates)
+    with detection.cyclic_gc_paused():
+        facts, current_hashes = _load_facts(memory)
+        word_groups = detection.detect(facts, min_dates=min_dates)
     if engine.provider in proposals.MODEL_PROVIDERS:
         try:
             by_model, run.lessons_sent = model_groups(memory, facts, engine, budget, place_new)
