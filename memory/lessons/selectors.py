@@ -196,10 +196,11 @@ def lesson_with_context(lesson_id):
 
 def memory_batches(memory, changes_per_batch=None):
     """Batches newest first, each with `first_changes`: its first `changes_per_batch` (all when None); paginate."""
-    # The page shows which batch or change reverted one by its id only: no join to the reverting batch
-    # (nor to "the batch this one reverts", which SQLite, told by ANALYZE that nearly every
-    # reverted_by is NULL, would find by reading every batch for each row).
-    changes = Change.objects.select_related("lesson").order_by("id")
+    # The page names a change's lesson and what reverted it by id only, so nothing is joined: a join
+    # to the lessons let PostgreSQL hash every lesson of the store to find a page's few hundred, and one
+    # to "the batch this one reverts" let SQLite (told by ANALYZE that nearly every reverted_by is
+    # NULL) read every batch for each row.
+    changes = Change.objects.order_by("id")
     if changes_per_batch is not None:
         changes = changes[:changes_per_batch]  # one windowed query for the page's batches
     return (
