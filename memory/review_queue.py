@@ -267,9 +267,19 @@ def request_totals(request):
     return getattr(request, _REQUEST_ATTR)
 
 
-def memories_with_waiting_items(memory_ids=None):
-    """Ids of the memories (of memory_ids) with anything waiting for review."""
-    return {m for per_memory in counts_by_source(memory_ids).values() for m, n in per_memory.items() if n}
+def has_waiting_items():
+    """A filter of memories (a Q on Memory) keeping those with anything waiting for review: one
+    subquery per source, so the database finds them without their ids coming back first."""
+    from django.db.models import Q
+
+    keep = Q(pk__in=[])
+    for source in review_sources():
+        counts = source.counts(None)
+        if isinstance(counts, PerMemory):
+            keep |= Q(pk__in=counts.queryset.order_by().values(counts.memory_field))
+        else:
+            keep |= Q(pk__in=[m for m, n in (counts or {}).items() if n])
+    return keep
 
 
 def pending_review_counts(memory_ids=None):

@@ -9,7 +9,7 @@ from django.db.models import Count, Prefetch, Q
 from memory.formats.lines import render_core, render_working
 from memory.models import Change, ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, Tier
 from memory.refs.models import NEEDS_REVIEW
-from memory.review_queue import queue_for
+from memory.review_queue import has_waiting_items, queue_for
 from memory.selectors import compile_memory
 
 _REFS = Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"))
@@ -83,7 +83,7 @@ def tier_sizes(memory_ids):
             for r in rows}
 
 
-def home_memories(user, *, q="", team="", waiting=False, include_archived=False, waiting_ids=None):
+def home_memories(user, *, q="", team="", waiting=False, include_archived=False):
     """The memories home lists for `user`, its teams' first, grouped by team then persona and project."""
     from django.db.models import F
 
@@ -99,8 +99,8 @@ def home_memories(user, *, q="", team="", waiting=False, include_archived=False,
         memories = memories.filter(project__team__isnull=True)
     elif team:
         memories = memories.filter(project__team__slug=team)
-    if waiting:  # waiting_ids: review_queue.memories_with_waiting_items()
-        memories = memories.filter(pk__in=sorted(waiting_ids or ()))
+    if waiting:
+        memories = memories.filter(has_waiting_items())
     return memories.order_by(F("project__team__name").asc(nulls_last=True), "persona__name", "project__name", "id")
 
 

@@ -161,3 +161,20 @@ def test_filter_by_name_and_waiting(client_for, viewer, memory, other_persona, p
     assert other.get_absolute_url() in html and memory.get_absolute_url() not in html
     html = client.get(URL + "?waiting=1").content.decode()
     assert "No memory matches these filters" in html
+
+
+def test_waiting_keeps_the_memories_with_something_to_review(client_for, viewer, memory, other_persona, project):
+    """Each kind of item counts: a failed run in one memory, a ref to review in another."""
+    from memory.models import RefinementRun
+    from memory.refs.models import RefAnchor
+
+    failed = MemoryFactory(persona=other_persona, project=project)
+    RefinementRun.objects.create(memory=failed, status=RefinementRun.Status.FAILED, engine="offline")
+    moved = MemoryFactory(project=project)
+    make_lesson(moved, "Retries live in src/retry.py", refs="src/retry.py#L3")
+    RefAnchor.objects.filter(refs__lesson__memory=moved).update(status="moved")
+    quiet = MemoryFactory(project=project)
+    make_lesson(quiet, "Nothing waits here")
+    html = client_for(viewer).get(URL + "?waiting=1").content.decode()
+    assert failed.get_absolute_url() in html and moved.get_absolute_url() in html
+    assert quiet.get_absolute_url() not in html and memory.get_absolute_url() not in html

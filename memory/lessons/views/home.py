@@ -8,9 +8,9 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.template.response import TemplateResponse
 
-from memory.access import visible_memories, visible_memory_ids
+from memory.access import visible_memories
 from memory.lessons.selectors import HOME_PAGE_SIZE, home_memories, memory_cards
-from memory.review_queue import counts_by_source, memories_with_waiting_items, queue_total, request_totals
+from memory.review_queue import counts_by_source, queue_total, request_totals
 from memory.roles import viewer_required
 
 
@@ -38,8 +38,7 @@ def _teams(user):
 def home(request):
     filters = _read_filters(request.GET)
     teams = _teams(request.user)
-    waiting_ids = memories_with_waiting_items(visible_memory_ids(request.user)) if filters["waiting"] else None
-    memories = home_memories(request.user, waiting_ids=waiting_ids, **filters)
+    memories = home_memories(request.user, **filters)
     page = Paginator(memories, HOME_PAGE_SIZE).get_page(request.GET.get("page"))
     shown = list(page.object_list)
     query = request.GET.copy()
