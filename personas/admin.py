@@ -4,7 +4,6 @@ Deleting a persona here archives it (its memory stays and comes back on restore)
 good is a separate page that asks for the persona's name to be typed.
 """
 
-
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
