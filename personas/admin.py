@@ -111,6 +111,16 @@ class PersonaAliasAdmin(admin.ModelAdmin):
         return False
 
 
+def _memory_totals(key, rows):
+    """{persona or project id: (active core lessons, active working lessons, memories)} of the page's
+    rows, `key` naming the memory's field ("persona_id", "project_id"): one grouped query over the
+    lesson counts each memory keeps (recounted by every write), never over the lessons."""
+    totals = grouped_counts(Memory.objects.filter(**{f"{key}__in": [r.pk for r in rows]}), key,
+                            core=Sum("active_core_lessons"), working=Sum("active_working_lessons"),
+                            memories=Count("id"))
+    return {pk: (t["core"] or 0, t["working"] or 0, t["memories"]) for pk, t in totals.items()}
+
+
 @admin.register(Persona)
 class PersonaAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
     team_via, team_may_add, team_may_change = PERSONA, True, True
@@ -166,14 +176,9 @@ class PersonaAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
                 obj.refresh_from_db(fields=["refinement_prompt"])
 
     def page_counts(self, rows):
-        # Each memory keeps its active lesson counts (recounted by every write): one grouped query.
-        totals = grouped_counts(Memory.objects.filter(persona_id__in=[p.pk for p in rows]), "persona_id",
-                                core=Sum("active_core_lessons"), working=Sum("active_working_lessons"),
-                                projects=Count("id"))
+        totals = _memory_totals("persona_id", rows)
         for persona in rows:
-            row = totals.get(persona.pk, {})
-            persona.n_core, persona.n_working = row.get("core") or 0, row.get("working") or 0
-            persona.n_projects = row.get("projects", 0)
+            persona.n_core, persona.n_working, persona.n_projects = totals.get(persona.pk, (0, 0, 0))
 
     # --- columns ---------------------------------------------------------------------------
 
@@ -407,13 +412,10 @@ class ProjectAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
     ordering = ["name"]
 
     def page_counts(self, rows):
-        totals = grouped_counts(Memory.objects.filter(project_id__in=[p.pk for p in rows]), "project_id",
-                                core=Sum("active_core_lessons"), working=Sum("active_working_lessons"),
-                                memories=Count("id"))
+        totals = _memory_totals("project_id", rows)
         for project in rows:
-            row = totals.get(project.pk, {})
-            project.n_lessons = (row.get("core") or 0) + (row.get("working") or 0)
-            project.n_memories = row.get("memories", 0)
+            core, working, project.n_memories = totals.get(project.pk, (0, 0, 0))
+            project.n_lessons = core + working
 
     def get_actions(self, request):
         actions = super().get_actions(request)

@@ -20,9 +20,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("memory", "personas", "nightwatch")
 THE_WRITE_PATH = ROOT / "memory" / "services.py"
-# The import bench's floor: plain sqlite3 writing copies of these tables into a scratch database
-# file it creates itself, never the product's database (memory/bench/import_reference.py).
-SCRATCH_ONLY = {ROOT / "memory" / "bench" / "import_reference.py"}
 
 MODELS = {"Lesson", "LessonRef", "Change"}
 WRITES = {"create", "bulk_create", "bulk_update", "update", "get_or_create", "update_or_create", "add", "set",
@@ -91,7 +88,7 @@ def writes_in(source, filename="<source>"):
 def _modules():
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
-            if "migrations" in path.parts or path == THE_WRITE_PATH or path in SCRATCH_ONLY:
+            if "migrations" in path.parts or path == THE_WRITE_PATH:
                 continue
             yield path
 
@@ -103,19 +100,6 @@ def test_only_the_write_path_writes_lessons_refs_and_history():
         for line, what in writes_in(path.read_text(), str(path))
     ]
     assert not offences, "Write these through memory/services.py:\n" + "\n".join(offences)
-
-
-def test_the_scratch_reference_writes_only_its_own_database():
-    # Every write it makes is an executemany on the sqlite3 connection it opens on its own file.
-    (path,) = SCRATCH_ONLY
-    source = path.read_text()
-    assert "db = sqlite3.connect(path" in source
-    writes = {line for line, _ in writes_in(source)}
-    calls = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)
-             and any(isinstance(a, ast.Constant) and isinstance(a.value, str) and TABLES.search(a.value)
-                     for a in ast.walk(node) if a is not node)]
-    assert writes and all(ast.unparse(call.func) == "db.executemany" for call in calls)
-    assert len(writes) == len(calls) == 3  # lessons, refs, history
 
 
 def test_the_write_path_itself_writes_them():

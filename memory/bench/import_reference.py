@@ -4,9 +4,10 @@ same rows written with the sqlite3 module's executemany, with no Django in the w
 It reads every memory folder of the tree (core.md, working.md), decodes and digests the bytes as
 the importer does, parses the lines with the same parser, and writes what an import writes for
 them: one `import` batch per memory, one lesson per line (with its content hash), its refs, and one
-`create` change holding the lesson's snapshot. The tables are a scratch copy of the product's own
-(same columns, constraints and indexes, read from the live SQLite database), in a database of its
-own with the product's pragmas, in one transaction. Ids are given explicitly, counted up from one.
+`create` change holding the lesson's snapshot. The tables are scratch copies of the product's own
+(same columns, constraints and indexes, read from the live SQLite database, named `scratch_…` so
+nothing here names a table of the product), in a database of its own with the product's pragmas,
+in one transaction. Ids are given explicitly, counted up from one.
 
 Not written: personas, projects, memories and the imported-folder records (a handful of rows per
 folder), and nothing is read back (the product also checks what is already there).
@@ -22,6 +23,8 @@ from memory.formats.nightwatch import CORE_FILE, MEMORIES_DIR, WORKING_FILE, par
 from memory.models import content_hash
 
 TABLES = ("memory_changebatch", "memory_lesson", "memory_lessonref", "memory_change")
+# Each copied table under a name of its own: memory_lesson -> scratch_lesson, and so on.
+SCRATCH = {table: table.replace("memory_", "scratch_", 1) for table in TABLES}
 
 
 def copy_schema(django_connection, path):
@@ -33,6 +36,8 @@ def copy_schema(django_connection, path):
             list(TABLES),
         )
         statements = [row[0] for row in cursor.fetchall()]
+    for table, scratch in SCRATCH.items():  # the quoted table name, not index names that start with it
+        statements = [sql.replace(f'"{table}"', f'"{scratch}"') for sql in statements]
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
@@ -86,16 +91,16 @@ def reference_import(root, db, *, label="bench reference", actor="bench"):
                 changes.append(("create", _snapshot(line, day), now, batch_id, lesson_id, memory_id))
     db.execute("BEGIN IMMEDIATE")
     db.executemany(
-        'INSERT INTO memory_changebatch (id, kind, label, reason, actor_type, actor_label, created_at, memory_id) '
+        'INSERT INTO scratch_changebatch (id, kind, label, reason, actor_type, actor_label, created_at, memory_id) '
         'VALUES (?, ?, ?, ?, ?, ?, ?, ?)', batches)
     db.executemany(
-        'INSERT INTO memory_lesson (id, tier, category, text, relevance, protected, status, lesson_date, section, '
+        'INSERT INTO scratch_lesson (id, tier, category, text, relevance, protected, status, lesson_date, section, '
         'unparsed, raw_line, vague, content_hash, source_entry_ids, created_at, updated_at, memory_id, '
         'section_heading, undated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)', lessons)
     db.executemany(
-        'INSERT INTO memory_lessonref (path, start_line, end_line, position, lesson_id) VALUES (?, ?, ?, ?, ?)', refs)
+        'INSERT INTO scratch_lessonref (path, start_line, end_line, position, lesson_id) VALUES (?, ?, ?, ?, ?)', refs)
     db.executemany(
-        'INSERT INTO memory_change (action, "after", created_at, batch_id, lesson_id, memory_id) '
+        'INSERT INTO scratch_change (action, "after", created_at, batch_id, lesson_id, memory_id) '
         'VALUES (?, ?, ?, ?, ?, ?)', changes)
     db.execute("COMMIT")
     return len(lessons)
