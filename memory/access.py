@@ -32,9 +32,27 @@ VIEW = "memory.view_memory"
 CURATE = "memory.curate_memory"
 APPROVE = "memory.approve_memory"
 
-__all__ = ["VIEW", "CURATE", "APPROVE", "MEMORY", "PERSONA", "PROJECT", "access_for", "scope",
-           "visible_memories", "memory_for_user_or_404", "get_for_user_or_404", "can", "visible_personas",
-           "visible_projects", "visible_teams", "visible_memory_ids", "ensure_visible", "with_memory", "TeamScopedAdmin"]
+__all__ = [
+    "APPROVE",
+    "CURATE",
+    "MEMORY",
+    "PERSONA",
+    "PROJECT",
+    "VIEW",
+    "TeamScopedAdmin",
+    "access_for",
+    "can",
+    "ensure_visible",
+    "get_for_user_or_404",
+    "memory_for_user_or_404",
+    "scope",
+    "visible_memories",
+    "visible_memory_ids",
+    "visible_personas",
+    "visible_projects",
+    "visible_teams",
+    "with_memory",
+]
 
 # The path from a model to the team that governs it. Most rows hang off a memory.
 MEMORY = "memory__project__team"
@@ -65,8 +83,10 @@ class Access:
             else:
                 from personas.models import Membership
 
-                self._teams = {team_id: RANK[role] for team_id, role in
-                               Membership.objects.filter(user=self.user).values_list("team_id", "role")}
+                self._teams = {
+                    team_id: RANK[role]
+                    for team_id, role in Membership.objects.filter(user=self.user).values_list("team_id", "role")
+                }
         return self._teams
 
     def team_ids(self, action):
@@ -228,6 +248,7 @@ def persona_settings_q(user, action=APPROVE):
 
 
 # --- the admin ----------------------------------------------------------------------------------
+
 
 def _team_of(obj, via):
     """The team id of one object, following `via` ("memory__project__team") attribute by attribute."""

@@ -12,6 +12,8 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from memory import services
+from memory.access import VIEW, TeamScopedAdmin, llm_call_teams
+from memory.listing import PageCountsAdminMixin, grouped_counts
 from memory.models import (
     AgentToken,
     Change,
@@ -26,8 +28,6 @@ from memory.models import (
     Memory,
     Tier,
 )
-from memory.access import VIEW, TeamScopedAdmin, llm_call_teams
-from memory.listing import PageCountsAdminMixin, grouped_counts
 from memory.roles import CURATE
 
 
@@ -66,26 +66,55 @@ def _active(prefix, tier):
 @admin.register(Memory)
 class MemoryAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
     team_via, team_action = "project__team", VIEW
-    list_display = ["__str__", "persona", "project", "core_lessons", "working_lessons", "version",
-                    "last_reflected_at", "last_compacted_at", "last_refined_at"]
+    list_display = [
+        "__str__",
+        "persona",
+        "project",
+        "core_lessons",
+        "working_lessons",
+        "version",
+        "last_reflected_at",
+        "last_compacted_at",
+        "last_refined_at",
+    ]
     list_filter = ["persona", "project"]
     list_select_related = ["persona", "project"]
     search_fields = ["persona__name", "project__name", "project__slug"]
-    readonly_fields = ["version", "created_at", "last_reflected_at", "last_compacted_at", "last_refined_at",
-                       "lessons_link", "compiled_preview"]
+    readonly_fields = [
+        "version",
+        "created_at",
+        "last_reflected_at",
+        "last_compacted_at",
+        "last_refined_at",
+        "lessons_link",
+        "compiled_preview",
+    ]
     fieldsets = [
         (None, {"fields": ["persona", "project", "lessons_link"]}),
-        ("Budgets and thresholds", {"fields": [
-            "core_char_budget", "working_char_budget", "max_working_lines", "compaction_target_lines",
-            "promotion_threshold", "reflections_to_core"]}),
+        (
+            "Budgets and thresholds",
+            {
+                "fields": [
+                    "core_char_budget",
+                    "working_char_budget",
+                    "max_working_lines",
+                    "compaction_target_lines",
+                    "promotion_threshold",
+                    "reflections_to_core",
+                ]
+            },
+        ),
         ("State", {"fields": ["version", "created_at", "last_reflected_at", "last_compacted_at", "last_refined_at"]}),
         ("Compiled memory", {"fields": ["compiled_preview"]}),
     ]
 
     def page_counts(self, rows):
-        counts = grouped_counts(Lesson.objects.filter(memory_id__in=[m.pk for m in rows]), "memory_id",
-                                n_core=Count("id", filter=_active("", Tier.CORE)),
-                                n_working=Count("id", filter=_active("", Tier.WORKING)))
+        counts = grouped_counts(
+            Lesson.objects.filter(memory_id__in=[m.pk for m in rows]),
+            "memory_id",
+            n_core=Count("id", filter=_active("", Tier.CORE)),
+            n_working=Count("id", filter=_active("", Tier.WORKING)),
+        )
         for memory in rows:
             memory.n_core = counts.get(memory.pk, {}).get("n_core", 0)
             memory.n_working = counts.get(memory.pk, {}).get("n_working", 0)
@@ -131,10 +160,16 @@ class MemoryAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
         if compiled.is_empty:
             return "This memory is empty: agents get the persona's prompt without memory sections."
         return format_html(
-            '<p>{} core kept ({} cut), {} working kept ({} cut); {}/{} and {}/{} chars.</p>'
+            "<p>{} core kept ({} cut), {} working kept ({} cut); {}/{} and {}/{} chars.</p>"
             '<pre style="white-space:pre-wrap;max-width:110ch">{}</pre>',
-            len(compiled.core_kept), len(compiled.core_cut), len(compiled.working_kept), len(compiled.working_cut),
-            compiled.core_chars, compiled.core_budget, compiled.working_chars, compiled.working_budget,
+            len(compiled.core_kept),
+            len(compiled.core_cut),
+            len(compiled.working_kept),
+            len(compiled.working_cut),
+            compiled.core_chars,
+            compiled.core_budget,
+            compiled.working_chars,
+            compiled.working_budget,
             compiled.text,
         )
 
@@ -175,8 +210,13 @@ class CurateActionsMixin:
             by_memory[lesson.memory].append(lesson)
         done, refused = 0, []
         for memory, lessons in by_memory.items():
-            batch = services.batch_create(memory=memory, kind=ChangeBatch.Kind.MANUAL, actor=actor,
-                                          label=f"Admin: {label}", reason="bulk action in the admin site")
+            batch = services.batch_create(
+                memory=memory,
+                kind=ChangeBatch.Kind.MANUAL,
+                actor=actor,
+                label=f"Admin: {label}",
+                reason="bulk action in the admin site",
+            )
             for lesson in lessons:
                 try:
                     apply(lesson, actor, batch)
@@ -189,34 +229,65 @@ class CurateActionsMixin:
 
     @admin.action(description="Protect selected lessons", permissions=["curate"])
     def protect(self, request, queryset):
-        self._per_memory(request, queryset, "protected", lambda l, a, b: services.lesson_set_protected(
-            lesson=l, protected=True, actor=a, batch=b))
+        self._per_memory(
+            request,
+            queryset,
+            "protected",
+            lambda l, a, b: services.lesson_set_protected(lesson=l, protected=True, actor=a, batch=b),
+        )
 
     @admin.action(description="Unprotect selected lessons", permissions=["curate"])
     def unprotect(self, request, queryset):
-        self._per_memory(request, queryset, "unprotected", lambda l, a, b: services.lesson_set_protected(
-            lesson=l, protected=False, actor=a, batch=b))
+        self._per_memory(
+            request,
+            queryset,
+            "unprotected",
+            lambda l, a, b: services.lesson_set_protected(lesson=l, protected=False, actor=a, batch=b),
+        )
 
     @admin.action(description="Delete selected lessons (soft, restorable)", permissions=["curate"])
     def soft_delete(self, request, queryset):
-        self._per_memory(request, queryset, "deleted", lambda l, a, b: services.lesson_delete(
-            lesson=l, actor=a, batch=b))
+        self._per_memory(
+            request, queryset, "deleted", lambda l, a, b: services.lesson_delete(lesson=l, actor=a, batch=b)
+        )
 
     @admin.action(description="Restore selected deleted or superseded lessons", permissions=["curate"])
     def restore(self, request, queryset):
-        self._per_memory(request, queryset, "restored", lambda l, a, b: services.lesson_restore(
-            lesson=l, actor=a, batch=b))
+        self._per_memory(
+            request, queryset, "restored", lambda l, a, b: services.lesson_restore(lesson=l, actor=a, batch=b)
+        )
 
 
 @admin.register(Lesson)
 class LessonAdmin(TeamScopedAdmin, CurateActionsMixin, ReadOnlyMixin, admin.ModelAdmin):
     team_action = VIEW
     show_full_result_count = False  # no second COUNT(*) over every lesson when a filter is on
-    list_display = ["id", "short_text", "persona", "project", "tier", "category", "relevance", "status",
-                    "protected", "lesson_date", "refs_display"]
+    list_display = [
+        "id",
+        "short_text",
+        "persona",
+        "project",
+        "tier",
+        "category",
+        "relevance",
+        "status",
+        "protected",
+        "lesson_date",
+        "refs_display",
+    ]
     list_display_links = ["id", "short_text"]
-    list_filter = ["tier", "category", "status", "relevance", "protected", "unparsed", "vague",
-                   "memory__persona", "memory__project", "lesson_date"]
+    list_filter = [
+        "tier",
+        "category",
+        "status",
+        "relevance",
+        "protected",
+        "unparsed",
+        "vague",
+        "memory__persona",
+        "memory__project",
+        "lesson_date",
+    ]
     search_fields = ["text", "refs__path"]
     # No date_hierarchy: its year links come from a DISTINCT over every lesson; the date filter's are fixed.
     # The page's memories, personas and projects come in three small queries after the page itself:
@@ -226,14 +297,39 @@ class LessonAdmin(TeamScopedAdmin, CurateActionsMixin, ReadOnlyMixin, admin.Mode
     ordering = ["-id"]  # newest first straight from the primary key: no sort of every lesson per page
     actions = ["protect", "unprotect", "soft_delete", "restore"]
     inlines = [LessonRefInline, LessonConfirmationInline, LessonChangeInline]
-    fields = ["memory", "tier", "category", "text_revealed", "relevance", "status", "protected", "lesson_date", "section",
-              "unparsed", "raw_line", "vague", "content_hash", "interaction", "superseded_by", "derived_from",
-              "source_entry_ids", "observed_at", "created_at", "updated_at"]
+    fields = [
+        "memory",
+        "tier",
+        "category",
+        "text_revealed",
+        "relevance",
+        "status",
+        "protected",
+        "lesson_date",
+        "section",
+        "unparsed",
+        "raw_line",
+        "vague",
+        "content_hash",
+        "interaction",
+        "superseded_by",
+        "derived_from",
+        "source_entry_ids",
+        "observed_at",
+        "created_at",
+        "updated_at",
+    ]
     readonly_fields = fields
 
     def get_queryset(self, request):
-        return super().get_queryset(request).prefetch_related(
-            Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id")), "memory__persona", "memory__project"
+        return (
+            super()
+            .get_queryset(request)
+            .prefetch_related(
+                Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id")),
+                "memory__persona",
+                "memory__project",
+            )
         )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
@@ -277,8 +373,17 @@ class ChangeBatchAdmin(TeamScopedAdmin, PageCountsAdminMixin, ReadOnlyMixin, adm
     list_select_related = ["memory__persona", "memory__project", "actor_user"]
     search_fields = ["label", "reason", "actor_label"]
     inlines = [ChangeInline]
-    fields = ["memory", "kind", "label", "reason", "actor_type", "actor_user", "actor_label", "created_at",
-              "reverted_by"]
+    fields = [
+        "memory",
+        "kind",
+        "label",
+        "reason",
+        "actor_type",
+        "actor_user",
+        "actor_label",
+        "created_at",
+        "reverted_by",
+    ]
     readonly_fields = fields
 
     def page_counts(self, rows):
@@ -323,8 +428,17 @@ class DetectionRunAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
     team_action = VIEW
     list_per_page = 50
     show_full_result_count = False
-    list_display = ["started_at", "memory", "engine", "status", "calls", "tokens_in", "tokens_out", "lessons_sent",
-                    "created"]
+    list_display = [
+        "started_at",
+        "memory",
+        "engine",
+        "status",
+        "calls",
+        "tokens_in",
+        "tokens_out",
+        "lessons_sent",
+        "created",
+    ]
     list_filter = ["status", "engine"]
     list_select_related = ["memory__persona", "memory__project"]
     search_fields = ["message"]
@@ -337,10 +451,20 @@ class LLMCallAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
 
     def team_of(self, obj):
         return obj.memory.project.team_id if obj.memory_id else (obj.persona.team_id if obj.persona_id else None)
+
     list_per_page = 50
     show_full_result_count = False
-    list_display = ["created_at", "purpose", "provider", "model_name", "persona", "tokens_in", "tokens_out",
-                    "latency_ms", "outcome"]
+    list_display = [
+        "created_at",
+        "purpose",
+        "provider",
+        "model_name",
+        "persona",
+        "tokens_in",
+        "tokens_out",
+        "latency_ms",
+        "outcome",
+    ]
     list_filter = ["purpose", "provider", "outcome"]
     list_select_related = ["persona"]
     search_fields = ["model_name", "error"]

@@ -11,12 +11,12 @@ class MemoryConfig(AppConfig):
 
         post_migrate.connect(ensure_role_groups, sender=self)
         # Features connect their signal receivers at import time, in web and worker processes alike.
-        import memory.compaction.receivers  # noqa: F401
-        import memory.pipeline.receivers  # noqa: F401
-        import memory.promotions.receivers  # noqa: F401
-        import memory.refinement.receivers  # noqa: F401
-        import memory.refs.receivers  # noqa: F401
-        import memory.sync.receivers  # noqa: F401
+        import memory.compaction.receivers
+        import memory.pipeline.receivers
+        import memory.promotions.receivers
+        import memory.refinement.receivers
+        import memory.refs.receivers
+        import memory.sync.receivers
         import memory.tasks  # noqa: F401
         from memory.context_cache import connect_receivers
 

@@ -86,8 +86,13 @@ class ListFilters:
 
     def query_string(self, **more):
         """The filters as a query string (for page links), with `more` params added and empty ones left out."""
-        params = {"persona": self.persona or "", "project": self.project or "",
-                  self.extra.get("_kind_param", "kind"): self.kind, "age": self.age, "team": self.team or ""}
+        params = {
+            "persona": self.persona or "",
+            "project": self.project or "",
+            self.extra.get("_kind_param", "kind"): self.kind,
+            "age": self.age,
+            "team": self.team or "",
+        }
         params |= {k: v for k, v in self.extra.items() if not k.startswith("_")}
         params |= more
         return urlencode({k: v for k, v in params.items() if v not in ("", None)})
@@ -98,8 +103,9 @@ class ListFilters:
         teams = list(visible_teams(self.user).order_by("name").values_list("pk", "name"))
         return {
             "teams": teams if len(teams) > 1 else [],
-            "personas": list(visible_personas(self.user).filter(archived_at__isnull=True)
-                             .order_by("name").values_list("pk", "name")),
+            "personas": list(
+                visible_personas(self.user).filter(archived_at__isnull=True).order_by("name").values_list("pk", "name")
+            ),
             "projects": list(visible_projects(self.user).order_by("name").values_list("pk", "name")),
             "ages": AGES,
             "kinds": self.kinds,
@@ -145,8 +151,12 @@ class PageCountsAdminMixin:
         from django.utils.translation import gettext
 
         label = format_html(gettext("Select this object for an action - {}"), str(obj))
-        return format_html('<input type="checkbox" name="{}" value="{}" class="action-select" aria-label="{}">',
-                           ACTION_CHECKBOX_NAME, str(obj.pk), label)
+        return format_html(
+            '<input type="checkbox" name="{}" value="{}" class="action-select" aria-label="{}">',
+            ACTION_CHECKBOX_NAME,
+            str(obj.pk),
+            label,
+        )
 
     def get_changelist(self, request, **kwargs):
         base = super().get_changelist(request, **kwargs)

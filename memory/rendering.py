@@ -20,12 +20,28 @@ from markdown_it.common.utils import escapeHtml
 # Characters that render as nothing (or as a plain space) yet change meaning or direction.
 _EXTRA_INVISIBLE = {
     0x00A0,  # no-break space
-    0x115F, 0x1160, 0x3164, 0xFFA0,  # Hangul fillers: render as blank
+    0x115F,
+    0x1160,
+    0x3164,
+    0xFFA0,  # Hangul fillers: render as blank
     0x2800,  # braille blank
     0x180E,  # Mongolian vowel separator
-    0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200A,
-    0x202F, 0x205F, 0x3000,
-    0x2028, 0x2029,  # line and paragraph separators: a line break most editors do not show
+    0x2000,
+    0x2001,
+    0x2002,
+    0x2003,
+    0x2004,
+    0x2005,
+    0x2006,
+    0x2007,
+    0x2008,
+    0x2009,
+    0x200A,
+    0x202F,
+    0x205F,
+    0x3000,
+    0x2028,
+    0x2029,  # line and paragraph separators: a line break most editors do not show
 }
 
 
@@ -59,9 +75,11 @@ def _invisible_class():
             ranges.append((start, prev))
         start = prev = cp
     ranges.append((start, prev))
-    return "[" + "".join(
-        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges
-    ) + "]"
+    return (
+        "["
+        + "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges)
+        + "]"
+    )
 
 
 _INVISIBLE_RE = re.compile(_invisible_class())
@@ -102,7 +120,7 @@ def invisible_segments(text):
     text = text or ""
     for match in _INVISIBLE_RE.finditer(text):
         if match.start() > pos:
-            segments.append(Segment(text[pos:match.start()]))
+            segments.append(Segment(text[pos : match.start()]))
         segments.append(Segment(match.group(), invisible=True))
         pos = match.end()
     if pos < len(text):
@@ -152,9 +170,7 @@ _MD = _build_markdown()
 
 
 def _chip_html(ch):
-    return (
-        f'<span class="invisible-char" title="{invisible_name(ch)}">{invisible_label(ch)}</span>'
-    )
+    return f'<span class="invisible-char" title="{invisible_name(ch)}">{invisible_label(ch)}</span>'
 
 
 def _with_chips(escaped):
@@ -170,7 +186,7 @@ def render_markdown(text):
     contain only code point numbers and Unicode names.
     """
     html = _MD.renderInline(text or "")
-    return mark_safe(html)  # noqa: S308 - see the docstring: escaped renderer output only
+    return mark_safe(html)
 
 
 # --- diffs -----------------------------------------------------------------------------------
@@ -194,8 +210,13 @@ def text_diff(before, after):
             regions.append(["change", "".join(a[i1:i2]), "".join(b[j1:j2])])
     merged = []
     for region in regions:
-        if (region[0] == "change" and len(merged) >= 2 and merged[-1][0] == "equal"
-                and merged[-2][0] == "change" and len(merged[-1][1].strip()) <= 3):
+        if (
+            region[0] == "change"
+            and len(merged) >= 2
+            and merged[-1][0] == "equal"
+            and merged[-2][0] == "change"
+            and len(merged[-1][1].strip()) <= 3
+        ):
             glue = merged.pop()[1]
             merged[-1][1] += glue + region[1]
             merged[-1][2] += glue + region[2]
@@ -240,11 +261,13 @@ def snapshot_diff(before, after):
     fields = []
     for key, label in SNAPSHOT_FIELDS:
         if before.get(key) != after.get(key):
-            fields.append({
-                "label": label,
-                "before": "" if created else _field_text(before.get(key)),
-                "after": _field_text(after.get(key)) if after else "—",
-            })
+            fields.append(
+                {
+                    "label": label,
+                    "before": "" if created else _field_text(before.get(key)),
+                    "after": _field_text(after.get(key)) if after else "—",
+                }
+            )
     text_changed = not created and before.get("text") != after.get("text")
     return {
         "text": text_diff(before.get("text", ""), after.get("text", "")) if text_changed else None,

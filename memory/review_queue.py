@@ -19,8 +19,8 @@ memory comes back however many memories there are) and how many wait in each of 
 """
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 _SOURCES = {}
 
@@ -85,11 +85,13 @@ class Queue:
         return ", ".join(f"{e.count} {e.label}" for e in self.entries)
 
 
-def register_review_source(key, *, singular=None, plural=None, list_url=None, items=None, order=100,
-                           waiting=None, describe=None):
+def register_review_source(
+    key, *, singular=None, plural=None, list_url=None, items=None, order=100, waiting=None, describe=None
+):
     def decorator(func):
-        _SOURCES[key] = ReviewSource(key, func, singular or key, plural or singular or key, list_url, items, order,
-                                     waiting, describe)
+        _SOURCES[key] = ReviewSource(
+            key, func, singular or key, plural or singular or key, list_url, items, order, waiting, describe
+        )
         return func
 
     return decorator
@@ -111,15 +113,25 @@ class PerMemory:
         """(source key, memory_id, n) rows, one per memory with items."""
         from django.db.models import CharField, Count, F, Value
 
-        return (self.queryset.order_by().values(memory_ref=F(self.memory_field)).annotate(n=Count("pk"))
-                .annotate(source=Value(key, output_field=CharField())).values_list("source", "memory_ref", "n"))
+        return (
+            self.queryset.order_by()
+            .values(memory_ref=F(self.memory_field))
+            .annotate(n=Count("pk"))
+            .annotate(source=Value(key, output_field=CharField()))
+            .values_list("source", "memory_ref", "n")
+        )
 
     def total(self, key):
         """One (source key, n) row: the items counted in all, without a row per memory."""
         from django.db.models import CharField, Count, Value
 
-        return (self.queryset.order_by().annotate(source=Value(key, output_field=CharField()))
-                .values("source").annotate(n=Count("pk")).values_list("source", "n"))
+        return (
+            self.queryset.order_by()
+            .annotate(source=Value(key, output_field=CharField()))
+            .values("source")
+            .annotate(n=Count("pk"))
+            .values_list("source", "n")
+        )
 
 
 def _union(querysets):
@@ -164,8 +176,13 @@ def totals_by_source(memory_ids=None):
 def queue_for(memory_id, by_source):
     """The Queue of one memory, from counts_by_source()."""
     sources = {s.key: s for s in review_sources()}
-    return Queue([QueueEntry(sources[key], per_memory[memory_id])
-                  for key, per_memory in by_source.items() if per_memory.get(memory_id)])
+    return Queue(
+        [
+            QueueEntry(sources[key], per_memory[memory_id])
+            for key, per_memory in by_source.items()
+            if per_memory.get(memory_id)
+        ]
+    )
 
 
 def queue_total(totals):
@@ -222,9 +239,13 @@ def overdue(memory_ids=None, *, now=None):
         qs = source.waiting().filter(waiting_since__lt=cutoff)
         if memory_ids is not None:
             qs = qs.filter(memory_id__in=memory_ids)
-        querysets.append(qs.order_by().annotate(source=Value(source.key, output_field=CharField()))
-                         .values("source").annotate(n=Count("pk"), oldest=Min("waiting_since"))
-                         .values_list("source", "n", "oldest"))
+        querysets.append(
+            qs.order_by()
+            .annotate(source=Value(source.key, output_field=CharField()))
+            .values("source")
+            .annotate(n=Count("pk"), oldest=Min("waiting_since"))
+            .values_list("source", "n", "oldest")
+        )
     rows = list(querysets[0].union(*querysets[1:], all=True)) if querysets else []
     sources = {s.key: s for s in review_sources()}
     found = {key: (n, oldest) for key, n, oldest in rows if n}
@@ -246,8 +267,15 @@ def waiting_items(memory_ids=None):
         for obj in qs.order_by("waiting_since", "pk"):
             item = source.describe(obj)
             memory = obj.memory
-            items.append(ReviewItem(item.text, item.url, item.status or source.singular, obj.waiting_since,
-                                    f"{memory.persona.name} × {memory.project.name}"))
+            items.append(
+                ReviewItem(
+                    item.text,
+                    item.url,
+                    item.status or source.singular,
+                    obj.waiting_since,
+                    f"{memory.persona.name} × {memory.project.name}",
+                )
+            )
     items.sort(key=lambda item: item.since)
     return items
 
@@ -295,8 +323,9 @@ def runs_needing_a_look(model, *, failed_statuses, completed_status, started_fie
     that no later completed run of the same memory has settled."""
     from django.db.models import Exists, OuterRef
 
-    later_success = model.objects.filter(memory=OuterRef("memory"), status=completed_status,
-                                         **{f"{started_field}__gt": OuterRef(started_field)})
+    later_success = model.objects.filter(
+        memory=OuterRef("memory"), status=completed_status, **{f"{started_field}__gt": OuterRef(started_field)}
+    )
     return model.objects.filter(status__in=failed_statuses, looked_at__isnull=True).filter(~Exists(later_success))
 
 

@@ -10,7 +10,7 @@ from functools import wraps
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 
-from memory.access import APPROVE, CURATE, VIEW, access_for  # noqa: F401 (the actions are named here too)
+from memory.access import APPROVE, CURATE, VIEW, access_for
 
 ROLE_PERMISSIONS = {
     "viewer": ["view_memory"],
@@ -44,7 +44,9 @@ approver_required = permission_required(APPROVE)
 def ensure_role_groups(**kwargs):
     from django.contrib.auth.models import Group, Permission
 
-    perms = {p.codename: p for p in Permission.objects.filter(content_type__app_label="memory", content_type__model="memory")}
+    perms = {
+        p.codename: p for p in Permission.objects.filter(content_type__app_label="memory", content_type__model="memory")
+    }
     for role, codenames in ROLE_PERMISSIONS.items():
         group, _ = Group.objects.get_or_create(name=role)
         group.permissions.add(*[perms[c] for c in codenames if c in perms])

@@ -72,8 +72,20 @@ def _first_page(budget):
 
 # Only what rendering and budgeting read, as light rows (attribute access like a Lesson, no
 # model instances): compiling runs on every agent turn, exporting reads every lesson.
-LESSON_ROW_FIELDS = ("id", "tier", "category", "text", "relevance", "protected", "lesson_date", "section",
-                     "unparsed", "raw_line", "undated", "section_heading")
+LESSON_ROW_FIELDS = (
+    "id",
+    "tier",
+    "category",
+    "text",
+    "relevance",
+    "protected",
+    "lesson_date",
+    "section",
+    "unparsed",
+    "raw_line",
+    "undated",
+    "section_heading",
+)
 LessonRow = namedtuple("LessonRow", LESSON_ROW_FIELDS)
 
 
@@ -101,8 +113,7 @@ def _lesson_sql(where, order, limit=False):
     columns = ", ".join(f"l.{qn(name)}" for name in LESSON_ROW_FIELDS)
     inner = (
         f"SELECT {', '.join(qn(name) for name in LESSON_ROW_FIELDS)} FROM {qn(Lesson._meta.db_table)} "
-        f"WHERE memory_id = %s AND status = 'active' AND {where} ORDER BY id {order}"
-        + (" LIMIT %s" if limit else "")
+        f"WHERE memory_id = %s AND status = 'active' AND {where} ORDER BY id {order}" + (" LIMIT %s" if limit else "")
     )
     return (
         f"SELECT {columns}, r.path, r.start_line, r.end_line, a.status FROM ({inner}) l "
@@ -125,8 +136,25 @@ def _fetch_rows(sql, params):
                 if isinstance(day, str):  # SQLite may hand back text
                     day = date.fromisoformat(day)
                 refs = []
-                out.append((LessonRow(row[0], row[1], row[2], row[3], row[4], bool(row[5]), day, row[7],
-                                      bool(row[8]), row[9], bool(row[10]), row[11]), refs))
+                out.append(
+                    (
+                        LessonRow(
+                            row[0],
+                            row[1],
+                            row[2],
+                            row[3],
+                            row[4],
+                            bool(row[5]),
+                            day,
+                            row[7],
+                            bool(row[8]),
+                            row[9],
+                            bool(row[10]),
+                            row[11],
+                        ),
+                        refs,
+                    )
+                )
             if row[12] is not None:
                 refs.append(Ref(row[12], row[13], row[14], stale=row[15] in NEEDS_REVIEW))
     return out
@@ -166,8 +194,9 @@ def _pick_within_budget(memory, tier, must_keep, budget):
     kept lessons make in the tier's file (`render_core` / `render_working`), computed on lengths.
     Returns {id: (row, refs)}.
     """
-    reserved = sorted(((lesson, refs) for lesson, refs in must_keep if lesson.tier == tier),
-                      key=lambda item: item[0].id)
+    reserved = sorted(
+        ((lesson, refs) for lesson, refs in must_keep if lesson.tier == tier), key=lambda item: item[0].id
+    )
     kept = {lesson.id: (lesson, refs) for lesson, refs in reserved}
     core = tier == Tier.CORE
     if core:
@@ -235,8 +264,9 @@ def compile_memory(memory):
     # The walk counts sections in id order; a compaction's lines keep the section of the lessons
     # they replaced and so sit earlier in the file. Whatever the order, never go past the budget.
     while len(working_text) > memory.working_char_budget:
-        droppable = [lesson.id for lesson, _ in working_kept
-                     if not (lesson.protected or lesson.relevance == Relevance.CRITICAL)]
+        droppable = [
+            lesson.id for lesson, _ in working_kept if not (lesson.protected or lesson.relevance == Relevance.CRITICAL)
+        ]
         if not droppable:
             break
         del working[min(droppable)]

@@ -39,7 +39,7 @@ from memory.models import (
 )
 from memory.refs import Ref, parse_ref_list
 from memory.roles import APPROVE
-from memory.signals import batch_reverted, lesson_refs_writing, working_lessons_added  # noqa: F401
+from memory.signals import batch_reverted, lesson_refs_writing, working_lessons_added
 from memory.textcheck import check_text, text_problem
 
 # The cap on one lesson's text (LESSON_MAX_CHARS), as read at start; checks read the setting itself.
@@ -70,6 +70,7 @@ class Actor:
 
 
 # --- snapshots -------------------------------------------------------------------------------
+
 
 def lesson_snapshot(lesson, refs=None):
     """The state of a lesson that history records and revert restores."""
@@ -104,8 +105,10 @@ def _apply_snapshot(lesson, snap):
 def _replace_refs(lesson, refs, *, new=False):
     if not new:
         lesson.refs.all().delete()
-    rows = [LessonRef(lesson=lesson, path=r.path, start_line=r.start_line, end_line=r.end_line, position=i)
-            for i, r in enumerate(refs)]
+    rows = [
+        LessonRef(lesson=lesson, path=r.path, start_line=r.start_line, end_line=r.end_line, position=i)
+        for i, r in enumerate(refs)
+    ]
     if rows:
         # The refs slice points each row at its anchor (memory/refs/receivers.py).
         lesson_refs_writing.send(sender=LessonRef, lesson=lesson, rows=rows, new=new)
@@ -113,6 +116,7 @@ def _replace_refs(lesson, refs, *, new=False):
 
 
 # --- validation ------------------------------------------------------------------------------
+
 
 def clean_refs(refs):
     """Refs given as text, Ref objects or a mix, parsed and validated (an error names the refs field)."""
@@ -158,6 +162,7 @@ REASON_MAX_CHARS = 4000
 
 # --- batches and versions --------------------------------------------------------------------
 
+
 def batch_build(*, memory, kind, actor, label="", reason=""):
     """An unsaved ChangeBatch, for writers that create many at once; batch_create saves one."""
     reason = check_text(reason or "", field="reason", multiline=True, max_chars=REASON_MAX_CHARS)
@@ -190,9 +195,15 @@ def _recount_active_lessons(memories):
     on PostgreSQL every other writer of this memory has committed (and this statement's snapshot sees
     its lessons) or waits for this transaction.
     """
+
     def active(tier):
-        counted = (Lesson.objects.filter(memory=OuterRef("pk"), status=LessonStatus.ACTIVE, tier=tier).order_by()
-                   .values("memory").annotate(n=Count("pk")).values("n"))
+        counted = (
+            Lesson.objects.filter(memory=OuterRef("pk"), status=LessonStatus.ACTIVE, tier=tier)
+            .order_by()
+            .values("memory")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )
         return Coalesce(Subquery(counted), 0)
 
     memories.update(active_core_lessons=active(Tier.CORE), active_working_lessons=active(Tier.WORKING))
@@ -229,6 +240,7 @@ def _record(batch, lesson, action, before, after):
 
 
 # --- lesson writes ---------------------------------------------------------------------------
+
 
 @transaction.atomic
 def lesson_create(
@@ -296,10 +308,17 @@ def lesson_create_from_file(*, memory, line, batch, section, today=None):
         validate_lesson_fields(tier=line.tier, category=line.category, text=line.text, relevance=Relevance.MEDIUM)
     heading = line.heading if len(line.heading) <= Lesson._meta.get_field("section_heading").max_length else ""
     lesson = Lesson.objects.create(
-        memory=memory, tier=line.tier, category=line.category, text=line.text,
-        lesson_date=line.lesson_date or today or timezone.localdate(), undated=line.lesson_date is None,
-        section=section, section_heading=heading, unparsed=line.unparsed,
-        raw_line=line.raw_line if line.unparsed else "", content_hash=content_hash(line.text),
+        memory=memory,
+        tier=line.tier,
+        category=line.category,
+        text=line.text,
+        lesson_date=line.lesson_date or today or timezone.localdate(),
+        undated=line.lesson_date is None,
+        section=section,
+        section_heading=heading,
+        unparsed=line.unparsed,
+        raw_line=line.raw_line if line.unparsed else "",
+        content_hash=content_hash(line.text),
     )
     refs = list(line.refs)
     _replace_refs(lesson, refs, new=True)
@@ -329,8 +348,9 @@ def _mutate(lesson, *, actor, reason, action, batch, change_fn, kind=ChangeBatch
 
 
 @transaction.atomic
-def lesson_update(*, lesson, actor, reason="", batch=None, text=None, category=None, refs=None, relevance=None,
-                  lesson_date=None):
+def lesson_update(
+    *, lesson, actor, reason="", batch=None, text=None, category=None, refs=None, relevance=None, lesson_date=None
+):
     def apply(obj):
         new_text = obj.text if text is None else text.strip()
         new_category = obj.category if category is None else category
@@ -369,7 +389,12 @@ def lesson_delete(*, lesson, actor, reason="", batch=None, bump=True):
     if Lesson.objects.filter(pk=lesson.pk, protected=True).exists():
         raise PermissionDenied("this lesson is protected; unprotect it before deleting")
     lesson, _ = _mutate(
-        lesson, actor=actor, reason=reason, action=Change.Action.DELETE, batch=batch, bump=bump,
+        lesson,
+        actor=actor,
+        reason=reason,
+        action=Change.Action.DELETE,
+        batch=batch,
+        bump=bump,
         change_fn=_set_status(LessonStatus.DELETED, allowed_from=(LessonStatus.ACTIVE,)),
     )
     return lesson
@@ -378,7 +403,11 @@ def lesson_delete(*, lesson, actor, reason="", batch=None, bump=True):
 @transaction.atomic
 def lesson_restore(*, lesson, actor, reason="", batch=None):
     lesson, _ = _mutate(
-        lesson, actor=actor, reason=reason, action=Change.Action.RESTORE, batch=batch,
+        lesson,
+        actor=actor,
+        reason=reason,
+        action=Change.Action.RESTORE,
+        batch=batch,
         change_fn=_set_status(LessonStatus.ACTIVE, allowed_from=(LessonStatus.DELETED, LessonStatus.SUPERSEDED)),
     )
     return lesson
@@ -388,7 +417,11 @@ def lesson_restore(*, lesson, actor, reason="", batch=None):
 def lesson_promote(*, lesson, actor, reason="", batch=None):
     """An active working lesson now lives on in a core lesson: it leaves compiled memory, kept in history."""
     lesson, _ = _mutate(
-        lesson, actor=actor, reason=reason, action=Change.Action.PROMOTE, batch=batch,
+        lesson,
+        actor=actor,
+        reason=reason,
+        action=Change.Action.PROMOTE,
+        batch=batch,
         change_fn=_set_status(LessonStatus.PROMOTED, allowed_from=(LessonStatus.ACTIVE,)),
     )
     return lesson
@@ -415,8 +448,9 @@ def lesson_supersede(*, lesson, superseded_by, actor, reason="", batch=None, bum
         obj.superseded_by = superseded_by
         obj.save()
 
-    lesson, _ = _mutate(lesson, actor=actor, reason=reason, action=Change.Action.SUPERSEDE, batch=batch,
-                        change_fn=apply, bump=bump)
+    lesson, _ = _mutate(
+        lesson, actor=actor, reason=reason, action=Change.Action.SUPERSEDE, batch=batch, change_fn=apply, bump=bump
+    )
     return lesson
 
 
@@ -440,6 +474,7 @@ def lesson_confirm(*, lesson, interaction=None, confirmed_on=None):
 
 
 # --- bulk writes: many lessons in a few statements, with the same history as one by one -------
+
 
 class NewLesson(NamedTuple):
     """One lesson for lessons_bulk_create: the batch its `create` change goes in, and its fields.
@@ -650,20 +685,30 @@ def lessons_bulk_create(lessons, *, now=None):
             optional.append(name)
             rows = [(*row, l[i]) for row, l in zip(rows, lessons)]
     ids = _RowInserter(Lesson, (*_LESSON_COLUMNS, *optional), now).insert(rows, returning=True)
-    refs = [(lesson_id, r.path, r.start_line, r.end_line, position)
-            for lesson_id, l in zip(ids, lessons) if l[11] for position, r in enumerate(l[11])]
+    refs = [
+        (lesson_id, r.path, r.start_line, r.end_line, position)
+        for lesson_id, l in zip(ids, lessons)
+        if l[11]
+        for position, r in enumerate(l[11])
+    ]
     if refs:
         _RowInserter(LessonRef, _REF_COLUMNS, now).insert(refs)
-    links = [Lesson.derived_from.through(from_lesson_id=lesson_id, to_lesson_id=source)
-             for lesson_id, l in zip(ids, lessons) if l[14] for source in l[14]]
+    links = [
+        Lesson.derived_from.through(from_lesson_id=lesson_id, to_lesson_id=source)
+        for lesson_id, l in zip(ids, lessons)
+        if l[14]
+        for source in l[14]
+    ]
     if links:
         Lesson.derived_from.through.objects.bulk_create(links)
     snapshot = _snapshot_writer()
     create = Change.Action.CREATE
-    _RowInserter(Change, _CHANGE_COLUMNS, now).insert([
-        (l[0], l[1], lesson_id, create, snapshot(l[2], l[3], l[4], l[5], l[12], l[13], l[11]))
-        for lesson_id, l in zip(ids, lessons)
-    ])
+    _RowInserter(Change, _CHANGE_COLUMNS, now).insert(
+        [
+            (l[0], l[1], lesson_id, create, snapshot(l[2], l[3], l[4], l[5], l[12], l[13], l[11]))
+            for lesson_id, l in zip(ids, lessons)
+        ]
+    )
     return ids
 
 
@@ -681,8 +726,17 @@ def lessons_bulk_retire(*, batch, retired, now=None):
         before = lesson_snapshot(lesson, refs)
         lesson.status, lesson.superseded_by_id, lesson.updated_at = status, successor_id, now
         action = Change.Action.SUPERSEDE if successor_id else Change.Action.DELETE
-        history.append(Change(batch=batch, memory_id=lesson.memory_id, lesson=lesson, action=action, before=before,
-                              after={**before, "status": status}, created_at=now))
+        history.append(
+            Change(
+                batch=batch,
+                memory_id=lesson.memory_id,
+                lesson=lesson,
+                action=action,
+                before=before,
+                after={**before, "status": status},
+                created_at=now,
+            )
+        )
         by_successor.setdefault(successor_id, []).append(lesson.pk)
     # One UPDATE per successor: bulk_update's CASE over every row costs more than the writes themselves.
     for successor_id, ids in by_successor.items():
@@ -698,8 +752,11 @@ def lesson_refs_set_anchors(pairs):
         return
     qn = connection.ops.quote_name
     with connection.cursor() as cursor:
-        cursor.executemany(f"UPDATE {qn(LessonRef._meta.db_table)} SET {qn('anchor_id')} = %s "
-                           f"WHERE {qn(LessonRef._meta.pk.column)} = %s", list(pairs))
+        cursor.executemany(
+            f"UPDATE {qn(LessonRef._meta.db_table)} SET {qn('anchor_id')} = %s "
+            f"WHERE {qn(LessonRef._meta.pk.column)} = %s",
+            list(pairs),
+        )
 
 
 def lesson_add_sources(*, lesson, sources):
@@ -721,8 +778,9 @@ def lessons_forget_successor(*, batch):
 def lessons_point_at_successor(*, lesson):
     """The lessons `lesson` was made from that are superseded by nothing point at it again (a
     compaction applied again by reverting its revert)."""
-    Lesson.objects.filter(pk__in=[s.pk for s in lesson.derived_from.all()], status=LessonStatus.SUPERSEDED,
-                          superseded_by__isnull=True).update(superseded_by=lesson)
+    Lesson.objects.filter(
+        pk__in=[s.pk for s in lesson.derived_from.all()], status=LessonStatus.SUPERSEDED, superseded_by__isnull=True
+    ).update(superseded_by=lesson)
 
 
 @dataclass(frozen=True)
@@ -753,21 +811,36 @@ def lessons_append_or_confirm(*, memory, drafts, actor, kind, label, reason, int
         if digest in seen:
             results.append((seen[digest], "confirmed"))
             continue
-        existing = Lesson.objects.filter(
-            memory=memory, status=LessonStatus.ACTIVE, content_hash=digest).order_by("id").first()
+        existing = (
+            Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE, content_hash=digest).order_by("id").first()
+        )
         if existing:
             lesson_confirm(lesson=existing, interaction=interaction)
             seen[digest] = existing
             results.append((existing, "confirmed"))
             continue
         if batch is None:
-            batch = batch_create(memory=memory, kind=kind, actor=actor, label=label,
-                                 reason=reason(position) if callable(reason) else reason)
+            batch = batch_create(
+                memory=memory,
+                kind=kind,
+                actor=actor,
+                label=label,
+                reason=reason(position) if callable(reason) else reason,
+            )
             section = next_section(memory)
         lesson = lesson_create(
-            memory=memory, text=draft.text, category=draft.category, tier=Tier.WORKING, refs=draft.refs,
-            relevance=draft.relevance, actor=actor, batch=batch, section=section, interaction=interaction,
-            vague=draft.vague, bump=False,
+            memory=memory,
+            text=draft.text,
+            category=draft.category,
+            tier=Tier.WORKING,
+            refs=draft.refs,
+            relevance=draft.relevance,
+            actor=actor,
+            batch=batch,
+            section=section,
+            interaction=interaction,
+            vague=draft.vague,
+            bump=False,
         )
         seen[digest] = lesson
         created_ids.append(lesson.pk)
@@ -783,14 +856,19 @@ def lessons_append_or_confirm(*, memory, drafts, actor, kind, label, reason, int
 
 # --- revert ----------------------------------------------------------------------------------
 
+
 class RevertError(Exception):
     """A revert that would corrupt memory; the message says why, for the person who asked."""
 
 
 # Batches only an approver can make; undoing one (or redoing it by reverting its revert) is the
 # same decision, so it needs the same role.
-APPROVER_BATCH_KINDS = (ChangeBatch.Kind.PROMOTION, ChangeBatch.Kind.COMPACTION, ChangeBatch.Kind.REFINEMENT,
-                        ChangeBatch.Kind.PIPELINE)
+APPROVER_BATCH_KINDS = (
+    ChangeBatch.Kind.PROMOTION,
+    ChangeBatch.Kind.COMPACTION,
+    ChangeBatch.Kind.REFINEMENT,
+    ChangeBatch.Kind.PIPELINE,
+)
 
 
 def batch_decided_by_approver(batch, _depth=0):
@@ -804,8 +882,10 @@ def batch_decided_by_approver(batch, _depth=0):
 
 
 def _require_role_to_revert(batch, actor):
-    if actor.type == ActorType.USER and batch_decided_by_approver(batch) and not (
-        actor.user is not None and can(actor.user, APPROVE, batch.memory)
+    if (
+        actor.type == ActorType.USER
+        and batch_decided_by_approver(batch)
+        and not (actor.user is not None and can(actor.user, APPROVE, batch.memory))
     ):
         raise PermissionDenied(
             f"Reverting {batch.get_kind_display().lower()} #{batch.pk} needs the approver role: "
@@ -845,13 +925,15 @@ def dependent_changes(change):
         if c.reverted_by_id is None:
             first_pending_before.setdefault(c.lesson_id, c.before)
     retired = {
-        pk for pk, before in first_pending_before.items()
+        pk
+        for pk, before in first_pending_before.items()
         if _status(last_after[pk]) != LessonStatus.ACTIVE and _status(before) != _status(last_after[pk])
     }
     ids = set(last_after)
     links = {}
     pairs = Lesson.derived_from.through.objects.filter(from_lesson_id__in=ids, to_lesson_id__in=ids).values_list(
-        "from_lesson_id", "to_lesson_id")
+        "from_lesson_id", "to_lesson_id"
+    )
     pairs = {*pairs, *Lesson.objects.filter(pk__in=ids, superseded_by_id__in=ids).values_list("pk", "superseded_by_id")}
     for a, b in pairs:
         links.setdefault(a, set()).add(b)
@@ -880,8 +962,9 @@ def _revert_changes(*, batch, changes, actor, reason, label):
     lessons = {l.pk: l for l in Lesson.objects.select_for_update().filter(pk__in=last_after).prefetch_related("refs")}
     for lesson_id, after in last_after.items():
         _check_revertible(lessons[lesson_id], after)
-    revert_batch = batch_create(memory=batch.memory, kind=ChangeBatch.Kind.REVERT, actor=actor, reason=reason,
-                                label=label)
+    revert_batch = batch_create(
+        memory=batch.memory, kind=ChangeBatch.Kind.REVERT, actor=actor, reason=reason, label=label
+    )
     revert_changes = {}
     for lesson_id, before in first_before.items():
         lesson = lessons[lesson_id]

@@ -3,7 +3,7 @@
 import hashlib
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from datetime import timezone as dt_timezone
 from functools import cached_property
 
@@ -92,7 +92,7 @@ def _token_row(digest):
     if isinstance(last_used_at, str):  # SQLite hands back text
         last_used_at = parse_datetime(last_used_at)
     if last_used_at is not None and timezone.is_naive(last_used_at):
-        last_used_at = timezone.make_aware(last_used_at, dt_timezone.utc)
+        last_used_at = timezone.make_aware(last_used_at, UTC)
     return (token_id, persona_id, project_id, prefix, last_used_at, persona_name, project_slug)
 
 
@@ -100,8 +100,10 @@ def agent_token_touch(token, now):
     """Record that a token was used (callers do it at most once a minute per token)."""
     AgentToken.objects.filter(pk=token.id).update(last_used_at=now)
     token.last_used_at = now
-    context_cache.token_set(token.digest, (token.id, token.persona_id, token.project_id, token.prefix, now,
-                                           token.persona_name, token.project_slug))
+    context_cache.token_set(
+        token.digest,
+        (token.id, token.persona_id, token.project_id, token.prefix, now, token.persona_name, token.project_slug),
+    )
 
 
 def agent_token_revoke(*, token):

@@ -13,8 +13,9 @@ from memory.services import Actor
 def safe_next(request, default):
     """The `next` the form carried, when it points back into this site; else default."""
     target = request.POST.get("next") or request.GET.get("next")
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
-                                                  require_https=request.is_secure()):
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
         return target
     return default
 

@@ -1,6 +1,6 @@
 """The ASGI entry point: Django, with the MCP server's streamable HTTP endpoint at /mcp/.
 
-    uvicorn nightwatch.asgi:application --host 0.0.0.0 --port 8000 --workers 4
+uvicorn nightwatch.asgi:application --host 0.0.0.0 --port 8000 --workers 4
 """
 
 import os

@@ -81,8 +81,7 @@ DEBUG = env_bool("DEBUG", True)
 SECRET_KEY = env_str("SECRET_KEY", DEV_SECRET_KEY)
 if not DEBUG and SECRET_KEY == DEV_SECRET_KEY:
     raise ImproperlyConfigured(
-        "SECRET_KEY must be set to a private value when DEBUG is off; "
-        "the development key is public."
+        "SECRET_KEY must be set to a private value when DEBUG is off; the development key is public."
     )
 # The same bar as Django's deploy check: a short or repetitive key can be guessed.
 if not DEBUG and (len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5 or SECRET_KEY.startswith("django-insecure-")):
@@ -226,8 +225,11 @@ CACHES["local"] = {"BACKEND": "memory.cache_backends.ProcessCache", "LOCATION": 
 # With Redis, each process keeps the versions it read and Redis tells it at once which ones changed
 # (server-assisted invalidation: memory/cache_backends.py), so a context read makes no trip to Redis.
 if _cache_url:
-    CACHES["versions"] = {**CACHES["default"], "BACKEND": "memory.cache_backends.TrackedRedisCache",
-                          "KEY_PREFIX": "versions"}
+    CACHES["versions"] = {
+        **CACHES["default"],
+        "BACKEND": "memory.cache_backends.TrackedRedisCache",
+        "KEY_PREFIX": "versions",
+    }
 elif not _database_url:
     CACHES["versions"] = {
         "BACKEND": "memory.cache_backends.SharedFileCache",
@@ -263,8 +265,10 @@ REVIEW_OVERDUE_DAYS = env_int("REVIEW_OVERDUE_DAYS", 7, minimum=1)
 # Email (the daily review digest). The console backend prints messages, so a fresh machine sends
 # nothing; set EMAIL_HOST (and EMAIL_BACKEND is then SMTP) in production.
 EMAIL_HOST = env_str("EMAIL_HOST", "")
-EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
-                        else "django.core.mail.backends.console.EmailBackend")
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend",
+)
 EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
@@ -333,7 +337,10 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env_choice("LOG_LEVEL", "info", ("debug", "info", "warning", "error")).upper()},
+    "root": {
+        "handlers": ["console"],
+        "level": env_choice("LOG_LEVEL", "info", ("debug", "info", "warning", "error")).upper(),
+    },
     # django-axes logs every successful login at info; lockouts and failures come at warning.
     "loggers": {"axes": {"level": "WARNING"}},
 }

@@ -15,11 +15,11 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
+from memory.access import PERSONA, PROJECT, TeamScopedAdmin
 from memory.listing import PageCountsAdminMixin, grouped_counts
 from memory.models import Lesson, LessonStatus, Memory, Tier
 from personas import services
 from personas.forms import PersonaForm
-from memory.access import PERSONA, PROJECT, TeamScopedAdmin
 from personas.models import Membership, Persona, PersonaAlias, Project, Team, TeamChange
 
 admin.site.site_header = "Night Watch Memory administration"
@@ -75,7 +75,8 @@ class MemoryInline(admin.TabularInline):
 
     def get_queryset(self, request):
         return (
-            super().get_queryset(request)
+            super()
+            .get_queryset(request)
             .select_related("project")
             .annotate(
                 n_core=Count("lessons", filter=_active_lessons("", Tier.CORE)),
@@ -115,9 +116,13 @@ def _memory_totals(key, rows):
     """{persona or project id: (active core lessons, active working lessons, memories)} of the page's
     rows, `key` naming the memory's field ("persona_id", "project_id"): one grouped query over the
     lesson counts each memory keeps (recounted by every write), never over the lessons."""
-    totals = grouped_counts(Memory.objects.filter(**{f"{key}__in": [r.pk for r in rows]}), key,
-                            core=Sum("active_core_lessons"), working=Sum("active_working_lessons"),
-                            memories=Count("id"))
+    totals = grouped_counts(
+        Memory.objects.filter(**{f"{key}__in": [r.pk for r in rows]}),
+        key,
+        core=Sum("active_core_lessons"),
+        working=Sum("active_working_lessons"),
+        memories=Count("id"),
+    )
     return {pk: (t["core"] or 0, t["working"] or 0, t["memories"]) for pk, t in totals.items()}
 
 
@@ -139,10 +144,17 @@ class PersonaAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
         ("Soul", {"fields": ["soul"], "description": "Who the persona is: identity, worldview, opinions, limits."}),
         ("Style", {"fields": ["style"], "description": "How the persona speaks."}),
         ("Skill", {"fields": ["skill"], "description": "How the persona works: modes and standing instructions."}),
-        ("Model", {"fields": ["provider", "model_name", "max_tokens", "temperature", "base_url",
-                              "detection_token_budget"]}),
-        ("Prompts", {"classes": ["collapse"], "fields": [
-            "system_prompt_override", "reflection_prompt", "refinement_prompt", "refinement_threshold"]}),
+        (
+            "Model",
+            {"fields": ["provider", "model_name", "max_tokens", "temperature", "base_url", "detection_token_budget"]},
+        ),
+        (
+            "Prompts",
+            {
+                "classes": ["collapse"],
+                "fields": ["system_prompt_override", "reflection_prompt", "refinement_prompt", "refinement_threshold"],
+            },
+        ),
         ("Timestamps", {"classes": ["collapse"], "fields": ["created_at", "updated_at"]}),
     ]
 
@@ -223,14 +235,17 @@ class PersonaAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
     @admin.action(description="Archive selected personas (memory is kept)", permissions=["change"])
     def archive_selected(self, request, queryset):
         names = [self._archive(request, p).name for p in queryset.filter(archived_at__isnull=True)]
-        self.message_user(request, f"Archived {len(names)} persona(s): {', '.join(names) or 'none'}. "
-                                   "Their memory is kept; restore them any time.", messages.SUCCESS)
+        self.message_user(
+            request,
+            f"Archived {len(names)} persona(s): {', '.join(names) or 'none'}. "
+            "Their memory is kept; restore them any time.",
+            messages.SUCCESS,
+        )
 
     @admin.action(description="Restore selected archived personas", permissions=["change"])
     def restore_selected(self, request, queryset):
         names = [self._restore(request, p).name for p in queryset.filter(archived_at__isnull=False)]
-        self.message_user(request, f"Restored {len(names)} persona(s): {', '.join(names) or 'none'}.",
-                          messages.SUCCESS)
+        self.message_user(request, f"Restored {len(names)} persona(s): {', '.join(names) or 'none'}.", messages.SUCCESS)
 
     @admin.action(description="Seed the four default personas (skips existing names)", permissions=["add"])
     def seed_default_personas(self, request, queryset=None):
@@ -248,8 +263,11 @@ class PersonaAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
     def changelist_view(self, request, extra_context=None):
         # Seeding does not act on a selection: let it run with nothing ticked (Django's action
         # machinery would refuse an empty selection).
-        if request.method == "POST" and request.POST.get("action") == SEED_ACTION \
-                and not request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME):
+        if (
+            request.method == "POST"
+            and request.POST.get("action") == SEED_ACTION
+            and not request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME)
+        ):
             return self.seed_defaults_view(request)
         return super().changelist_view(request, extra_context)
 
@@ -279,14 +297,16 @@ class PersonaAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
             raise PermissionDenied
         if request.method == "POST":
             self._archive(request, persona)
-            self.message_user(request, f"Archived “{persona.name}”. Its memory is kept; restore it any time.",
-                              messages.SUCCESS)
+            self.message_user(
+                request, f"Archived “{persona.name}”. Its memory is kept; restore it any time.", messages.SUCCESS
+            )
             return HttpResponseRedirect(reverse("admin:personas_persona_changelist"))
         return self._confirm_page(
-            request, persona,
+            request,
+            persona,
             title=f"Archive {persona.name}?",
             body="Archiving hides the persona from active lists. Its memory of every project is kept "
-                 "and comes back unchanged when you restore it.",
+            "and comes back unchanged when you restore it.",
             button="Yes, archive",
         )
 
@@ -319,7 +339,8 @@ class PersonaAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
 
     def _confirm_page(self, request, persona, *, title, body, button, danger=False):
         return TemplateResponse(
-            request, "admin/personas/persona/confirm_action.html",
+            request,
+            "admin/personas/persona/confirm_action.html",
             self._context(request, persona, title=title, body=body, button=button, danger=danger),
         )
 
@@ -338,8 +359,11 @@ class PersonaAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
             self.message_user(request, f"Restored “{persona.name}” with its memory.", messages.SUCCESS)
             return HttpResponseRedirect(reverse("admin:personas_persona_change", args=[persona.pk]))
         return self._confirm_page(
-            request, persona, title=f"Restore {persona.name}?",
-            body="The persona returns to active lists with all of its memory.", button="Yes, restore",
+            request,
+            persona,
+            title=f"Restore {persona.name}?",
+            body="The persona returns to active lists with all of its memory.",
+            button="Yes, restore",
         )
 
     def hard_delete_view(self, request, object_id):
@@ -357,14 +381,16 @@ class PersonaAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
                 with transaction.atomic():  # the log entry goes only if the delete does
                     self.log_deletions(request, Persona.objects.filter(pk=persona.pk))
                     name = services.persona_hard_delete(
-                        persona=persona, confirm_name=request.POST.get("confirm_name", ""))
+                        persona=persona, confirm_name=request.POST.get("confirm_name", "")
+                    )
             except services.HardDeleteRefused as exc:
                 error = str(exc)
             else:
                 self.message_user(request, f"Deleted “{name}” and its memory permanently.", messages.SUCCESS)
                 return HttpResponseRedirect(reverse("admin:personas_persona_changelist"))
         return TemplateResponse(
-            request, "admin/personas/persona/hard_delete.html",
+            request,
+            "admin/personas/persona/hard_delete.html",
             self._context(request, persona, title=f"Delete {persona.name} permanently", error=error, **counts),
             status=400 if error else 200,
         )
@@ -377,9 +403,11 @@ class PersonaAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
         persona = self._persona_or_404(request, object_id)
         if not self.has_view_permission(request, persona):
             raise PermissionDenied
-        projects = list(Project.objects.annotate(
-            has_memory=Count("memories", filter=Q(memories__persona=persona))
-        ).order_by("-has_memory", "name"))
+        projects = list(
+            Project.objects.annotate(has_memory=Count("memories", filter=Q(memories__persona=persona))).order_by(
+                "-has_memory", "name"
+            )
+        )
         chosen = request.GET.get("project", "")
         if chosen:
             project = next((p for p in projects if str(p.pk) == chosen), None)
@@ -393,9 +421,17 @@ class PersonaAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
             memory = memory_for(persona, project)
             compiled = compile_memory(memory) if memory else None
         return TemplateResponse(
-            request, "admin/personas/persona/preview.html",
-            self._context(request, persona, title=f"System prompt of {persona.name}", projects=projects,
-                          project=project, prompt=prompt, compiled=compiled),
+            request,
+            "admin/personas/persona/preview.html",
+            self._context(
+                request,
+                persona,
+                title=f"System prompt of {persona.name}",
+                projects=projects,
+                project=project,
+                prompt=prompt,
+                compiled=compiled,
+            ),
         )
 
 
@@ -403,8 +439,16 @@ class PersonaAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
 class ProjectAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
     team_via, team_may_add, team_may_change = PROJECT, True, True
 
-    list_display = ["name", "slug", "team", "repository_link", "repository_ref", "memory_count", "lesson_count",
-                    "created_at"]
+    list_display = [
+        "name",
+        "slug",
+        "team",
+        "repository_link",
+        "repository_ref",
+        "memory_count",
+        "lesson_count",
+        "created_at",
+    ]
     list_filter = ["team"]
     search_fields = ["name", "slug", "repository_url"]
     prepopulated_fields = {"slug": ["name"]}
@@ -450,6 +494,7 @@ class ProjectAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
 
 
 # --- teams ------------------------------------------------------------------------------------------
+
 
 class MembershipInline(admin.TabularInline):
     model = Membership
@@ -503,9 +548,15 @@ class TeamAdmin(TeamScopedAdmin, admin.ModelAdmin):
     inlines = [MembershipInline, TeamChangeInline]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
-            n_members=Count("memberships", distinct=True), n_projects=Count("projects", distinct=True),
-            n_personas=Count("personas", distinct=True))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                n_members=Count("memberships", distinct=True),
+                n_projects=Count("projects", distinct=True),
+                n_personas=Count("personas", distinct=True),
+            )
+        )
 
     def get_readonly_fields(self, request, obj=None):
         fields = list(super().get_readonly_fields(request, obj))
@@ -541,11 +592,16 @@ class TeamAdmin(TeamScopedAdmin, admin.ModelAdmin):
             old_name = form.initial.get("name") if change else None
             super().save_model(request, obj, form, change)
             if not change:
-                services.team_change_record(team=obj, action="team created", detail=f"Team “{obj.name}” created",
-                                            by=request.user)
+                services.team_change_record(
+                    team=obj, action="team created", detail=f"Team “{obj.name}” created", by=request.user
+                )
             elif "name" in form.changed_data:
-                services.team_change_record(team=obj, action="team renamed",
-                                            detail=f"Renamed from “{old_name}” to “{obj.name}”", by=request.user)
+                services.team_change_record(
+                    team=obj,
+                    action="team renamed",
+                    detail=f"Renamed from “{old_name}” to “{obj.name}”",
+                    by=request.user,
+                )
 
     def save_formset(self, request, form, formset, change):
         if formset.model is not Membership:
@@ -556,6 +612,7 @@ class TeamAdmin(TeamScopedAdmin, admin.ModelAdmin):
             removed = [(m.user, m.role) for m in formset.deleted_objects]
             added = list(formset.new_objects)
             changed = [(m, old_roles.get(m.pk)) for m, fields in formset.changed_objects if "role" in fields]
-            services.team_memberships_changed(team=form.instance, added=added, changed=changed, removed=removed,
-                                              by=request.user)
+            services.team_memberships_changed(
+                team=form.instance, added=added, changed=changed, removed=removed, by=request.user
+            )
             return instances

@@ -25,8 +25,9 @@ class StructuredJSONField(forms.JSONField):
         self.section = section
         kwargs.setdefault("required", False)
         kwargs.setdefault("help_text", schema_help(section))
-        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 14, "cols": 100, "class": "vLargeTextField",
-                                                          "spellcheck": "false"}))
+        kwargs.setdefault(
+            "widget", forms.Textarea(attrs={"rows": 14, "cols": 100, "class": "vLargeTextField", "spellcheck": "false"})
+        )
         super().__init__(**kwargs)
 
     def to_python(self, value):
@@ -68,16 +69,29 @@ class PersonaForm(forms.ModelForm):
     soul = StructuredJSONField("soul")
     style = StructuredJSONField("style")
     skill = StructuredJSONField("skill")
-    base_url = forms.URLField(required=False, assume_scheme="https",
-                              help_text=Persona._meta.get_field("base_url").help_text)
+    base_url = forms.URLField(
+        required=False, assume_scheme="https", help_text=Persona._meta.get_field("base_url").help_text
+    )
 
     class Meta:
         model = Persona
         fields = [
-            "name", "role", "avatar", "is_active",
-            "soul", "style", "skill",
-            "provider", "model_name", "max_tokens", "temperature", "base_url",
-            "system_prompt_override", "reflection_prompt", "refinement_prompt", "refinement_threshold",
+            "name",
+            "role",
+            "avatar",
+            "is_active",
+            "soul",
+            "style",
+            "skill",
+            "provider",
+            "model_name",
+            "max_tokens",
+            "temperature",
+            "base_url",
+            "system_prompt_override",
+            "reflection_prompt",
+            "refinement_prompt",
+            "refinement_threshold",
         ]
 
     def clean_refinement_prompt(self):

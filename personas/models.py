@@ -80,8 +80,7 @@ class TeamChange(models.Model):
     team_name = models.CharField(max_length=100)  # kept readable after the team is deleted
     action = models.CharField(max_length=40)
     detail = models.CharField(max_length=500)
-    by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                           related_name="+")
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -112,23 +111,30 @@ class PersonaQuerySet(models.QuerySet):
 class Persona(models.Model):
     name = models.CharField(max_length=100)
     role = models.CharField(max_length=200, blank=True)
-    avatar = models.CharField(max_length=300, blank=True, help_text=(
-        "An https:// image URL to show as the avatar. Anything else (or nothing) shows the persona's "
-        "initials on a colour of its own."))
+    avatar = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text=(
+            "An https:// image URL to show as the avatar. Anything else (or nothing) shows the persona's "
+            "initials on a colour of its own."
+        ),
+    )
     soul = models.JSONField(default=dict, blank=True)
     style = models.JSONField(default=dict, blank=True)
     skill = models.JSONField(default=dict, blank=True)
 
     provider = models.CharField(max_length=20, choices=Provider.choices, blank=True, default="")
     model_name = models.CharField(max_length=100, blank=True, help_text="Blank: the provider's default model.")
-    max_tokens = models.PositiveIntegerField(default=1024, validators=[MinValueValidator(1), MaxValueValidator(200_000)])
+    max_tokens = models.PositiveIntegerField(
+        default=1024, validators=[MinValueValidator(1), MaxValueValidator(200_000)]
+    )
     temperature = models.FloatField(default=0.5, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)])
     base_url = models.URLField(blank=True, help_text="Optional API base URL (a proxy or gateway).")
     detection_token_budget = models.PositiveIntegerField(
         default=200_000,
         validators=[MinValueValidator(1_000), MaxValueValidator(100_000_000)],
         help_text="Most model tokens (in and out) one promotion detection run of this persona's memories may use; "
-                  "a run that would need more stops before the call, with a message, and changes no candidate.",
+        "a run that would need more stops before the call, with a message, and changes no candidate.",
     )
 
     system_prompt_override = models.TextField(
@@ -142,8 +148,14 @@ class Persona(models.Model):
         help_text="A refinement run that leaves less than this share of the memory's mass is rolled back.",
     )
 
-    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="personas",
-                             help_text="The team whose approvers govern this persona's settings.")
+    team = models.ForeignKey(
+        Team,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="personas",
+        help_text="The team whose approvers govern this persona's settings.",
+    )
     is_active = models.BooleanField(default=True)
     archived_at = models.DateTimeField(null=True, blank=True)
     # Night Watch finds memories by exact folder name: the one a memory was imported from is the one
@@ -209,8 +221,14 @@ class Project(models.Model):
     repository_url = models.URLField(blank=True, help_text="e.g. https://github.com/org/repo")
     repository_ref = models.CharField(max_length=200, blank=True, default="main", help_text="Branch, tag or commit.")
     checkout_path = models.CharField(max_length=500, blank=True, help_text="Optional local checkout, to check refs.")
-    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="projects",
-                             help_text="The team whose members see and govern this project's memories.")
+    team = models.ForeignKey(
+        Team,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="projects",
+        help_text="The team whose members see and govern this project's memories.",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

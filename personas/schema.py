@@ -57,9 +57,7 @@ def structured_errors(section, data):
             else:
                 for sub, item in value.items():
                     if not (isinstance(item, str) or _is_str_list(item)):
-                        errors.append(
-                            f"{where}.{sub} must be a string or a list of strings, not {_describe(item)}."
-                        )
+                        errors.append(f"{where}.{sub} must be a string or a list of strings, not {_describe(item)}.")
     return errors
 
 

@@ -25,7 +25,9 @@ def check_persona_name(name, *, exclude_pk=None):
         raise ValidationError(
             f"A persona named “{other.name}”{state} already exists; names are compared ignoring case."
         )
-    alias = PersonaAlias.objects.filter(name__iexact=name).exclude(persona_id=exclude_pk).select_related("persona").first()
+    alias = (
+        PersonaAlias.objects.filter(name__iexact=name).exclude(persona_id=exclude_pk).select_related("persona").first()
+    )
     if alias is not None:
         raise ValidationError(
             f"“{alias.name}” is an old name of “{alias.persona.name}”, kept so agents still using it reach that "
@@ -143,12 +145,18 @@ def personas_seed_defaults():
 
 # --- teams ----------------------------------------------------------------------------------------
 
+
 def team_change_record(*, team, action, detail, by=None):
     """One line of a team's history: who changed what, when. Never edited afterwards."""
     from personas.models import TeamChange
 
-    return TeamChange.objects.create(team=team, team_name=team.name if team else "", action=action,
-                                     detail=detail[:500], by=by if getattr(by, "pk", None) else None)
+    return TeamChange.objects.create(
+        team=team,
+        team_name=team.name if team else "",
+        action=action,
+        detail=detail[:500],
+        by=by if getattr(by, "pk", None) else None,
+    )
 
 
 @transaction.atomic
@@ -160,21 +168,34 @@ def team_owner_moved(*, obj, old_team_id, by=None):
     old = Team.objects.filter(pk=old_team_id).first() if old_team_id else None
     new = obj.team
     if old is not None:
-        team_change_record(team=old, action=f"{kind} moved out",
-                           detail=f"{kind.capitalize()} “{obj}” moved to {new.name if new else 'no team'}", by=by)
+        team_change_record(
+            team=old,
+            action=f"{kind} moved out",
+            detail=f"{kind.capitalize()} “{obj}” moved to {new.name if new else 'no team'}",
+            by=by,
+        )
     if new is not None:
-        team_change_record(team=new, action=f"{kind} moved in",
-                           detail=f"{kind.capitalize()} “{obj}” moved in from {old.name if old else 'no team'}", by=by)
+        team_change_record(
+            team=new,
+            action=f"{kind} moved in",
+            detail=f"{kind.capitalize()} “{obj}” moved in from {old.name if old else 'no team'}",
+            by=by,
+        )
 
 
 @transaction.atomic
 def team_memberships_changed(*, team, added=(), changed=(), removed=(), by=None):
     """Members added (membership), given another role (membership, old role) or removed (user, role)."""
     for membership in added:
-        team_change_record(team=team, action="member added",
-                           detail=f"{membership.user} added as {membership.get_role_display().lower()}", by=by)
+        team_change_record(
+            team=team,
+            action="member added",
+            detail=f"{membership.user} added as {membership.get_role_display().lower()}",
+            by=by,
+        )
     for membership, old_role in changed:
-        team_change_record(team=team, action="role changed",
-                           detail=f"{membership.user}: {old_role} → {membership.role}", by=by)
+        team_change_record(
+            team=team, action="role changed", detail=f"{membership.user}: {old_role} → {membership.role}", by=by
+        )
     for user, role in removed:
         team_change_record(team=team, action="member removed", detail=f"{user} ({role}) removed", by=by)

@@ -22,8 +22,7 @@ PACKAGES = ("memory", "personas", "nightwatch")
 THE_WRITE_PATH = ROOT / "memory" / "services.py"
 
 MODELS = {"Lesson", "LessonRef", "Change"}
-WRITES = {"create", "bulk_create", "bulk_update", "update", "get_or_create", "update_or_create", "add", "set",
-          "remove"}
+WRITES = {"create", "bulk_create", "bulk_update", "update", "get_or_create", "update_or_create", "add", "set", "remove"}
 # Related managers whose rows are lessons, refs or changes (see the related_name of memory/models/core.py).
 RELATED = {"lessons", "refs", "changes", "derived_from", "derivatives", "supersedes"}
 # Names that hold a lesson, ref or change in this code base, for `.save()`.
@@ -107,28 +106,34 @@ def test_the_write_path_itself_writes_them():
     assert len(writes_in(THE_WRITE_PATH.read_text())) >= 5
 
 
-@pytest.mark.parametrize("source", [
-    "from memory.models import Lesson\nLesson.objects.filter(pk=1).update(text='x')",
-    "from memory.models import LessonRef as R\nR.objects.bulk_create([])",
-    "from memory.models import Change\nChange(batch=None)",
-    "lesson.refs.create(path='a.py')",
-    "batch.changes.filter(x=1).update(reverted_by=None)",
-    "memory.lessons.create(text='x')",
-    "lesson.save(update_fields=['text'])",
-    "from memory.models import Lesson\nLesson.derived_from.through.objects.bulk_create([])",
-    "sql = 'INSERT INTO memory_lesson (text) VALUES (%s)'",
-    'cursor.execute(\'UPDATE "memory_change" SET after = 1\')',
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from memory.models import Lesson\nLesson.objects.filter(pk=1).update(text='x')",
+        "from memory.models import LessonRef as R\nR.objects.bulk_create([])",
+        "from memory.models import Change\nChange(batch=None)",
+        "lesson.refs.create(path='a.py')",
+        "batch.changes.filter(x=1).update(reverted_by=None)",
+        "memory.lessons.create(text='x')",
+        "lesson.save(update_fields=['text'])",
+        "from memory.models import Lesson\nLesson.derived_from.through.objects.bulk_create([])",
+        "sql = 'INSERT INTO memory_lesson (text) VALUES (%s)'",
+        "cursor.execute('UPDATE \"memory_change\" SET after = 1')",
+    ],
+)
 def test_each_kind_of_write_is_caught(source):
     assert writes_in(source)
 
 
-@pytest.mark.parametrize("source", [
-    "from memory.models import Lesson\nLesson.objects.filter(pk=1).values_list('id')",
-    "from memory.models import PromotionCandidate\nPromotionCandidate.objects.filter(pk=1).update(status='x')",
-    "candidate.save(update_fields=['status'])",
-    "counts.update({1: 2})",
-    "sql = 'SELECT id FROM memory_lesson'",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from memory.models import Lesson\nLesson.objects.filter(pk=1).values_list('id')",
+        "from memory.models import PromotionCandidate\nPromotionCandidate.objects.filter(pk=1).update(status='x')",
+        "candidate.save(update_fields=['status'])",
+        "counts.update({1: 2})",
+        "sql = 'SELECT id FROM memory_lesson'",
+    ],
+)
 def test_reads_and_other_models_pass(source):
     assert not writes_in(source)

@@ -109,9 +109,14 @@ def test_the_cycle_check_finds_a_cycle():
 def test_services_never_import_tasks():
     # Views may queue a job they start themselves (a button that writes nothing); services never do.
     graph = _graph()
-    offenders = [(name, dep) for name, deps in graph.items() for dep in deps
-                 if not name.endswith((".tasks", "memory.apps")) and ".views" not in name
-                 and (dep.endswith(".tasks") or dep == "memory.tasks")]
+    offenders = [
+        (name, dep)
+        for name, deps in graph.items()
+        for dep in deps
+        if not name.endswith((".tasks", "memory.apps"))
+        and ".views" not in name
+        and (dep.endswith(".tasks") or dep == "memory.tasks")
+    ]
     assert offenders == []
 
 
@@ -126,8 +131,11 @@ def test_the_history_core_imports_no_feature_slice():
 def test_tasks_are_named_by_slice_and_verb_and_beat_names_real_tasks():
     from memory.tasks import FORMER_NAMES
 
-    ours = [name for name in current_app.tasks if name.startswith(("memory", "promotions", "refinement", "refs"))
-            and name not in FORMER_NAMES]
+    ours = [
+        name
+        for name in current_app.tasks
+        if name.startswith(("memory", "promotions", "refinement", "refs")) and name not in FORMER_NAMES
+    ]
     assert ours and all(name.count(".") == 2 and name.startswith("memory.") for name in ours), ours
     assert set(FORMER_NAMES.values()) <= set(ours)
     for entry in settings.CELERY_BEAT_SCHEDULE.values():

@@ -53,11 +53,30 @@ def run(*, seconds, seed, max_examples, workers=1, fixed_names=True, phases=PHAS
         with gunicorn(env, workers=2, threads=4) as port:
             base = f"http://127.0.0.1:{port}/api/v1"
             command = [
-                tool, "--config-file", str(config), "run", f"{base}/openapi.json",
-                "--header", f"Authorization: Bearer {token}",
-                "--phases", phases, "--checks", "all", "--exclude-checks", "ignored_auth",
-                "--max-time", str(seconds), "--seed", str(seed), "--max-examples", str(max_examples),
-                "--workers", str(workers), "--request-timeout", "30", "--no-color",
+                tool,
+                "--config-file",
+                str(config),
+                "run",
+                f"{base}/openapi.json",
+                "--header",
+                f"Authorization: Bearer {token}",
+                "--phases",
+                phases,
+                "--checks",
+                "all",
+                "--exclude-checks",
+                "ignored_auth",
+                "--max-time",
+                str(seconds),
+                "--seed",
+                str(seed),
+                "--max-examples",
+                str(max_examples),
+                "--workers",
+                str(workers),
+                "--request-timeout",
+                "30",
+                "--no-color",
             ]
             print(f"fuzz: {len(command)}-argument schemathesis run against {base}, {seconds}s budget, seed {seed}")
             return subprocess.run(command, cwd=ROOT, env=env, timeout=seconds * 3 + 300).returncode
@@ -70,11 +89,20 @@ def main(argv=None):
     parser.add_argument("--max-examples", type=int, default=50, help="generated cases per operation and phase")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--phases", default=PHASES, help=f"schemathesis phases to run (default {PHASES})")
-    parser.add_argument("--random-names", action="store_true",
-                        help="fuzz the persona and project in the URL too (most requests then end in 403/404)")
+    parser.add_argument(
+        "--random-names",
+        action="store_true",
+        help="fuzz the persona and project in the URL too (most requests then end in 403/404)",
+    )
     args = parser.parse_args(argv)
-    return run(seconds=args.seconds, seed=args.seed, max_examples=args.max_examples, workers=args.workers,
-               fixed_names=not args.random_names, phases=args.phases)
+    return run(
+        seconds=args.seconds,
+        seed=args.seed,
+        max_examples=args.max_examples,
+        workers=args.workers,
+        fixed_names=not args.random_names,
+        phases=args.phases,
+    )
 
 
 if __name__ == "__main__":

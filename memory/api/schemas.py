@@ -73,8 +73,11 @@ def check(value, pattern):
 def check_ref(value):
     if len(value) > MAX_REF_PATH or not _REF_RE.fullmatch(value):
         problem = text_problem(value)
-        raise ValueError(f"{value[:100]!r} {problem}" if problem else
-                         f"{value[:100]!r} is not a code reference like src/app.py#L10-L20 (no '..', no spaces)")
+        raise ValueError(
+            f"{value[:100]!r} {problem}"
+            if problem
+            else f"{value[:100]!r} is not a code reference like src/app.py#L10-L20 (no '..', no spaces)"
+        )
     try:
         return parse_ref(value, backwards_ok=True).as_text()
     except DjangoValidationError as exc:
@@ -87,18 +90,32 @@ def check_path(value):
     return value
 
 
-def Text(pattern, *, max_length, min_length=None, description=None, strip=False):  # noqa: N802 (a type)
+def Text(pattern, *, max_length, min_length=None, description=None, strip=False):
     """A string whose schema carries the text rule and whose validator checks exactly that rule."""
+
     def valid(value):
         value = check(value, pattern)
         return value.strip() if strip else value
 
-    return Annotated[str, Field(min_length=min_length, max_length=max_length, description=description,
-                                json_schema_extra={"pattern": pattern}), AfterValidator(valid)]
+    return Annotated[
+        str,
+        Field(
+            min_length=min_length,
+            max_length=max_length,
+            description=description,
+            json_schema_extra={"pattern": pattern},
+        ),
+        AfterValidator(valid),
+    ]
 
 
-Ref = Annotated[str, Field(min_length=1, max_length=MAX_REF_PATH, description=REF_DESCRIPTION,
-                           json_schema_extra={"pattern": REF_PATTERN}), AfterValidator(check_ref)]
+Ref = Annotated[
+    str,
+    Field(
+        min_length=1, max_length=MAX_REF_PATH, description=REF_DESCRIPTION, json_schema_extra={"pattern": REF_PATTERN}
+    ),
+    AfterValidator(check_ref),
+]
 
 
 def field_errors(errors):
@@ -129,13 +146,16 @@ class RefOut(Schema):
     end_line: int | None = None
     text: str
     status: Literal["unanchored", "valid", "moved", "changed", "gone"] = Field(
-        "unanchored", description="What the last check of the project's checkout found: moved, changed and gone "
-        "refs no longer point at the code the lesson was written about (compiled memory marks them stale).")
+        "unanchored",
+        description="What the last check of the project's checkout found: moved, changed and gone "
+        "refs no longer point at the code the lesson was written about (compiled memory marks them stale).",
+    )
     verified_commit: str | None = Field(None, description="The last commit the ref was verified at.")
     proposed: str | None = Field(None, description="For a moved ref: where its lines are now (a person decides).")
     note: str = ""
-    permalink: str | None = Field(None, description="The ref's lines in the repository at the verified commit "
-                                  "(in recall).")
+    permalink: str | None = Field(
+        None, description="The ref's lines in the repository at the verified commit (in recall)."
+    )
 
 
 class LessonOut(Schema):
@@ -157,8 +177,11 @@ class ContextLesson(Schema):
     category: str
     text: str
     refs: list[str]
-    stale_refs: list[str] = Field(default_factory=list, description="Those of `refs` that no longer point at "
-                                  "the code the lesson was written about (marked `stale` in the text).")
+    stale_refs: list[str] = Field(
+        default_factory=list,
+        description="Those of `refs` that no longer point at "
+        "the code the lesson was written about (marked `stale` in the text).",
+    )
 
 
 class ContextOut(Schema):
@@ -196,12 +219,18 @@ class TranscriptEntry(Schema):
 
 
 class InteractionIn(Schema):
-    trigger_type: Text(NON_BLANK_LINE_PATTERN, min_length=1, max_length=50, strip=True,
-                       description="What started it: pr_review, deliberation …")
+    trigger_type: Text(
+        NON_BLANK_LINE_PATTERN,
+        min_length=1,
+        max_length=50,
+        strip=True,
+        description="What started it: pr_review, deliberation …",
+    )
     outcome: Text(SINGLE_LINE_PATTERN, max_length=200) = ""
     summary: Text(NON_BLANK_TEXT_PATTERN, min_length=1, max_length=MAX_SUMMARY_CHARS, strip=True)
-    files_changed: list[Ref] = Field(default_factory=list, max_length=MAX_FILES,
-                                     description="Paths, optionally with lines: src/app.py#L10-L20")
+    files_changed: list[Ref] = Field(
+        default_factory=list, max_length=MAX_FILES, description="Paths, optionally with lines: src/app.py#L10-L20"
+    )
     transcript: list[TranscriptEntry] = Field(default_factory=list, max_length=MAX_TRANSCRIPT_ENTRIES)
 
 
@@ -219,8 +248,12 @@ _ERROR_TEXT_MAX = _TEXT_MAX - MAX_ERROR_CHARS - len(ERROR_JOINER)
 
 
 class _LessonBase(Schema):
-    text: Text(NON_BLANK_LINE_PATTERN, min_length=1, max_length=_TEXT_MAX,
-               description=f"One line, at most {_TEXT_MAX} characters (LESSON_MAX_CHARS)")
+    text: Text(
+        NON_BLANK_LINE_PATTERN,
+        min_length=1,
+        max_length=_TEXT_MAX,
+        description=f"One line, at most {_TEXT_MAX} characters (LESSON_MAX_CHARS)",
+    )
     refs: list[Ref] = Field(default_factory=list, max_length=20)
     relevance: AGENT_RELEVANCE | None = None
 
@@ -238,11 +271,19 @@ class LogLearning(_LessonBase):
 class LogError(_LessonBase):
     tool: Literal["log_error"]
     # Room is left for the error, which is kept in the lesson's text.
-    text: Text(NON_BLANK_LINE_PATTERN, min_length=1, max_length=_ERROR_TEXT_MAX,
-               description=f"One line, at most {_ERROR_TEXT_MAX} characters (the error is appended)")
+    text: Text(
+        NON_BLANK_LINE_PATTERN,
+        min_length=1,
+        max_length=_ERROR_TEXT_MAX,
+        description=f"One line, at most {_ERROR_TEXT_MAX} characters (the error is appended)",
+    )
     category: Literal["OBSERVATION"] | None = None
-    error: Text(NON_BLANK_TEXT_PATTERN, min_length=1, max_length=MAX_ERROR_CHARS,
-                description="The error message that was seen (kept on one line in the lesson)")
+    error: Text(
+        NON_BLANK_TEXT_PATTERN,
+        min_length=1,
+        max_length=MAX_ERROR_CHARS,
+        description="The error message that was seen (kept on one line in the lesson)",
+    )
 
 
 class DailyLog(_LessonBase):
@@ -252,6 +293,7 @@ class DailyLog(_LessonBase):
 
 class CategoryLesson(_LessonBase):
     """A lesson given by its category alone: no tool, so no tool's mapping applies (relevance medium)."""
+
     tool: None = None
     category: CATEGORY
 
@@ -267,19 +309,13 @@ def _lesson_shape(value):
 
 
 LessonItem = Annotated[
-    Union[
-        Annotated[SaveFact, Tag("save_fact")],
-        Annotated[LogLearning, Tag("log_learning")],
-        Annotated[LogError, Tag("log_error")],
-        Annotated[DailyLog, Tag("daily_log")],
-        Annotated[CategoryLesson, Tag(_BY_CATEGORY)],
-    ],
+    Annotated[SaveFact, Tag("save_fact")] | Annotated[LogLearning, Tag("log_learning")] | Annotated[LogError, Tag("log_error")] | Annotated[DailyLog, Tag("daily_log")] | Annotated[CategoryLesson, Tag(_BY_CATEGORY)],
     Discriminator(_lesson_shape),
 ]
 _LESSON_ITEM = TypeAdapter(LessonItem)
 
 
-def LessonIn(**fields):  # noqa: N802 (builds the model of the tool's shape, as a class would)
+def LessonIn(**fields):
     """One tool call as its own shape (SaveFact, LogError…); pydantic's ValidationError when it is not one."""
     return _LESSON_ITEM.validate_python(fields)
 

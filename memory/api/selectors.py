@@ -1,16 +1,15 @@
 """Reads of the agent API. Each runs a fixed number of queries whatever the size of the memory."""
 
 from django.core.cache import cache
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.models import Prefetch
 from django.db.models.base import ModelState
 
-from django.core.exceptions import ValidationError
-
 from memory import context_cache
 from memory.models import Change, Interaction, Lesson, LessonRef, Memory, RefStatus
-from memory.refs import STALE_MARK
 from memory.pipeline.prompts import CONTEXT_USAGE
+from memory.refs import STALE_MARK
 from memory.selectors import compile_memory
 from memory.textcheck import MAX_ID, text_problem
 from personas.models import Persona, PersonaAlias, Project
@@ -19,6 +18,7 @@ CACHE_SECONDS = 24 * 3600
 
 
 # --- scope: what a token may reach (the API answers 403 / 404, the MCP server a tool error) ----
+
 
 class OutOfScope(Exception):
     """The thing exists but this token may not reach it."""
@@ -99,7 +99,6 @@ def _refs_prefetch():
     return Prefetch("refs", queryset=LessonRef.objects.select_related("anchor").order_by("position", "id"))
 
 
-
 def memory_lookup(persona_id, project_slug):
     """The memory of a persona in the project with that slug, or None: from the cache when it may be
     trusted (see `memory.context_cache`), else one indexed query.
@@ -143,18 +142,21 @@ def _memory_from_row(persona_id, row):
 def context_payload(memory):
     """The compiled memory with the ids of the lessons in it; cached per memory version."""
     if memory.pk is None:
-        return {"version": 0, "text": "", "lessons": [], "cut_lesson_ids": [], "usage": CONTEXT_USAGE,
-                "text_with_ids": ""}
+        return {
+            "version": 0,
+            "text": "",
+            "lessons": [],
+            "cut_lesson_ids": [],
+            "usage": CONTEXT_USAGE,
+            "text_with_ids": "",
+        }
     key = "nw:context-json:" + context_cache.compiled_key(memory)
     payload = cache.get(key)
     if payload is not None:
         return payload
     compiled = compile_memory(memory)
     kept = compiled.core_kept + compiled.working_kept
-    lessons = {
-        lesson.pk: lesson
-        for lesson in Lesson.objects.filter(pk__in=kept).prefetch_related(_refs_prefetch())
-    }
+    lessons = {lesson.pk: lesson for lesson in Lesson.objects.filter(pk__in=kept).prefetch_related(_refs_prefetch())}
     payload = {
         "version": memory.version,
         "text": compiled.text,
@@ -165,8 +167,9 @@ def context_payload(memory):
                 "category": lessons[pk].category,
                 "text": lessons[pk].text,
                 "refs": [ref.as_text() for ref in lessons[pk].refs.all()],
-                "stale_refs": [ref.as_text() for ref in lessons[pk].refs.all() if ref.anchor_id
-                               and ref.anchor.needs_review],
+                "stale_refs": [
+                    ref.as_text() for ref in lessons[pk].refs.all() if ref.anchor_id and ref.anchor.needs_review
+                ],
             }
             for pk in kept
         ],
@@ -226,13 +229,12 @@ def lesson_list(memory, *, path=None, category=None, tier=None, words=None, limi
     for word in (words or "").split():
         qs = qs.filter(text__icontains=word)
     count = qs.count()
-    items = list(qs.order_by("id").prefetch_related(_refs_prefetch())[offset: offset + limit])
+    items = list(qs.order_by("id").prefetch_related(_refs_prefetch())[offset : offset + limit])
     return count, items
 
 
 def lesson_page(memory, *, path=None, category=None, tier=None, words=None, limit=50, offset=0):
-    count, items = lesson_list(memory, path=path, category=category, tier=tier, words=words, limit=limit,
-                               offset=offset)
+    count, items = lesson_list(memory, path=path, category=category, tier=tier, words=words, limit=limit, offset=offset)
     next_offset = offset + limit
     return {
         "count": count,
@@ -247,7 +249,10 @@ def _ref_out(ref, project=None):
     anchor = ref.anchor if ref.anchor_id else None
     commit = anchor.commit if anchor is not None and anchor.commit else None
     return {
-        "path": ref.path, "start_line": ref.start_line, "end_line": ref.end_line, "text": ref.as_text(),
+        "path": ref.path,
+        "start_line": ref.start_line,
+        "end_line": ref.end_line,
+        "text": ref.as_text(),
         "status": anchor.status if anchor is not None else RefStatus.UNANCHORED,
         "verified_commit": commit,
         "proposed": (anchor.proposed_text or None) if anchor is not None else None,
@@ -284,9 +289,14 @@ def recall_payload(token, lesson_id):
         "persona": lesson.memory.persona.name,
         "project": lesson.memory.project.slug,
         "source_entries": source_entries(lesson),
-        "interaction": None if interaction is None else {
-            "id": interaction.pk, "trigger_type": interaction.trigger_type, "outcome": interaction.outcome,
-            "summary": interaction.summary, "created_at": interaction.created_at,
+        "interaction": None
+        if interaction is None
+        else {
+            "id": interaction.pk,
+            "trigger_type": interaction.trigger_type,
+            "outcome": interaction.outcome,
+            "summary": interaction.summary,
+            "created_at": interaction.created_at,
         },
         "derived_from": [
             {"id": d.pk, "tier": d.tier, "category": d.category, "text": d.text, "status": d.status}
@@ -298,9 +308,16 @@ def recall_payload(token, lesson_id):
         "confirmations": [c.confirmed_on for c in lesson.confirmations.all()],
         "history": [
             {
-                "id": c.pk, "action": c.action, "at": c.created_at, "actor": c.batch.actor_display,
-                "batch_id": c.batch_id, "batch_kind": c.batch.kind, "reason": c.batch.reason,
-                "before": c.before, "after": c.after, "reverted": c.reverted_by_id is not None,
+                "id": c.pk,
+                "action": c.action,
+                "at": c.created_at,
+                "actor": c.batch.actor_display,
+                "batch_id": c.batch_id,
+                "batch_kind": c.batch.kind,
+                "reason": c.batch.reason,
+                "before": c.before,
+                "after": c.after,
+                "reverted": c.reverted_by_id is not None,
             }
             for c in lesson.changes.all()
         ],

@@ -81,10 +81,15 @@ def agent_lessons_append(*, memory, token, items):
     if errors:
         raise ValidationError(errors)
     results = services.lessons_append_or_confirm(
-        memory=memory, actor=actor, kind=ChangeBatch.Kind.AGENT, label=f"Written by agent token {token.prefix}",
+        memory=memory,
+        actor=actor,
+        kind=ChangeBatch.Kind.AGENT,
+        label=f"Written by agent token {token.prefix}",
         reason=lambda i: f"{prepared[i][0].get('tool') or 'a lesson'} through the agent API",
-        drafts=[services.LessonDraft(text=text, category=category, refs=item.get("refs") or [], relevance=relevance)
-                for item, category, text, relevance in prepared],
+        drafts=[
+            services.LessonDraft(text=text, category=category, refs=item.get("refs") or [], relevance=relevance)
+            for item, category, text, relevance in prepared
+        ],
     )
     return memory, results
 
@@ -109,8 +114,13 @@ def agent_interaction_submit(*, token, persona, project, trigger_type, outcome, 
     with transaction.atomic():
         memory = services.memory_get_or_create(persona=persona, project=project)
         interaction = interaction_create(
-            memory=memory, trigger_type=trigger_type, outcome=outcome, summary=summary,
-            files_changed=files_changed, transcript=transcript, agent_token=token,
+            memory=memory,
+            trigger_type=trigger_type,
+            outcome=outcome,
+            summary=summary,
+            files_changed=files_changed,
+            transcript=transcript,
+            agent_token=token,
         )
     interaction.refresh_from_db(fields=["status", "error", "reflected_at"])
     return interaction

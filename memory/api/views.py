@@ -16,12 +16,23 @@ from pydantic import field_validator
 from memory.api import schemas as s
 from memory.api.auth import AgentTokenAuth, PayloadTooLarge, agent_token_for_bearer
 from memory.api.selectors import (
-    NotFound, OutOfScope, appended_out, context_payload, interaction_out, interaction_status as interaction_status_payload,
-    lesson_page, read_scope, recall_payload, write_scope,
+    NotFound,
+    OutOfScope,
+    appended_out,
+    context_payload,
+    interaction_out,
+    lesson_page,
+    read_scope,
+    recall_payload,
+    write_scope,
+)
+from memory.api.selectors import (
+    interaction_status as interaction_status_payload,
 )
 from memory.api.services import agent_interaction_submit, agent_lessons_write
 from memory.selectors import compiled_memory_text
 from personas.compiler import compile_system_prompt
+
 
 class AgentAPI(NinjaAPI):
     def get_openapi_schema(self, **kwargs):
@@ -29,9 +40,12 @@ class AgentAPI(NinjaAPI):
         # The web server, not the app, refuses an over-long URL: documented, with no JSON body.
         for operations in schema["paths"].values():
             for operation in operations.values():
-                operation["responses"].setdefault(414, {
-                    "description": "URL too long (refused by the web server; gunicorn: request line over 4094 bytes)",
-                })
+                operation["responses"].setdefault(
+                    414,
+                    {
+                        "description": "URL too long (refused by the web server; gunicorn: request line over 4094 bytes)",
+                    },
+                )
         return schema
 
 
@@ -51,6 +65,7 @@ ERRORS = {400: s.ErrorOut, 401: s.ErrorOut, 403: s.ErrorOut, 404: s.ErrorOut, 41
 
 
 # --- errors: always JSON, always naming the field -------------------------------------------
+
 
 def _error(request, status, detail, fields=None):
     return api.create_response(request, {"detail": detail, "fields": fields or {}}, status=status)
@@ -102,6 +117,7 @@ def on_not_found(request, exc):
 
 # --- endpoints ------------------------------------------------------------------------------
 
+
 @api.get("/health", auth=None, response=s.HealthOut, tags=["service"], summary="Liveness check")
 def health(request):
     return {"status": "ok"}
@@ -110,17 +126,21 @@ def health(request):
 MEMORY_PATH = "/memory/{persona}/{project}"
 
 
-TEXT_200 = {"description": "The text (`?format=json`: a JSON object)",
-            "content": {"text/plain": {"schema": {"type": "string"}}}}
+TEXT_200 = {
+    "description": "The text (`?format=json`: a JSON object)",
+    "content": {"text/plain": {"schema": {"type": "string"}}},
+}
 
 
 @api.get(
     MEMORY_PATH + "/context",
     response={200: s.ContextOut, **ERRORS},
-    openapi_extra={"responses": {
-        200: TEXT_200,
-        304: {"description": "Not modified: the If-None-Match ETag is the current version (no body)"},
-    }},
+    openapi_extra={
+        "responses": {
+            200: TEXT_200,
+            304: {"description": "Not modified: the If-None-Match ETag is the current version (no body)"},
+        }
+    },
     tags=["memory"],
     summary="Compiled memory",
     description="`## Core Lessons` then `## Working Memory`, within budgets, as text/plain; "
@@ -181,10 +201,15 @@ def memory_context_text(request, persona, project):
     return api_view("memory_context")(request, persona=persona, project=project)
 
 
-@api.get(MEMORY_PATH + "/prompt", response=ERRORS, tags=["memory"],
-         openapi_extra={"responses": {200: {"description": "The prompt",
-                                            "content": {"text/plain": {"schema": {"type": "string"}}}}}},
-         summary="Full compiled system prompt (text/plain)")
+@api.get(
+    MEMORY_PATH + "/prompt",
+    response=ERRORS,
+    tags=["memory"],
+    openapi_extra={
+        "responses": {200: {"description": "The prompt", "content": {"text/plain": {"schema": {"type": "string"}}}}}
+    },
+    summary="Full compiled system prompt (text/plain)",
+)
 def memory_prompt(request, persona: str, project: str):
     _, _, memory = read_scope(request.auth, persona, project)
     text = compile_system_prompt(request.auth.persona, compiled_memory_text(memory) if memory.pk else "")
@@ -193,50 +218,78 @@ def memory_prompt(request, persona: str, project: str):
     return response
 
 
-@api.post(MEMORY_PATH + "/interactions", response={202: s.InteractionOut, **ERRORS}, tags=["reflection"],
-          summary="Submit an interaction for reflection",
-          description="Stores what happened and queues a reflection; poll `GET /interactions/{id}` for the result.")
+@api.post(
+    MEMORY_PATH + "/interactions",
+    response={202: s.InteractionOut, **ERRORS},
+    tags=["reflection"],
+    summary="Submit an interaction for reflection",
+    description="Stores what happened and queues a reflection; poll `GET /interactions/{id}` for the result.",
+)
 def interaction_submit(request, persona: str, project: str, payload: s.InteractionIn):
     persona_obj, project_obj = write_scope(request.auth, persona, project)
     interaction = agent_interaction_submit(
-        token=request.auth.model, persona=persona_obj, project=project_obj, trigger_type=payload.trigger_type,
-        outcome=payload.outcome, summary=payload.summary, files_changed=payload.files_changed,
+        token=request.auth.model,
+        persona=persona_obj,
+        project=project_obj,
+        trigger_type=payload.trigger_type,
+        outcome=payload.outcome,
+        summary=payload.summary,
+        files_changed=payload.files_changed,
         transcript=[entry.model_dump(mode="json") for entry in payload.transcript],
     )
     return Status(202, interaction_out(interaction, interaction.lessons.values_list("pk", flat=True)))
 
 
-@api.get("/interactions/{interaction_id}", response={200: s.InteractionOut, **ERRORS}, tags=["reflection"],
-         summary="Reflection status of one interaction")
+@api.get(
+    "/interactions/{interaction_id}",
+    response={200: s.InteractionOut, **ERRORS},
+    tags=["reflection"],
+    summary="Reflection status of one interaction",
+)
 def interaction_status(request, interaction_id: int = Path(..., ge=1, le=s.MAX_ID)):
     return interaction_status_payload(request.auth, interaction_id)
 
 
-@api.post(MEMORY_PATH + "/lessons", response={201: s.LessonsAppendedOut, **ERRORS}, tags=["lessons"],
-          summary="Append working lessons (workspace tools)",
-          description=(
-              "One call appends 1–20 lessons, all or nothing. Tools: `save_fact` → DECISION (or ARCHITECTURE, "
-              "PATTERN); `log_learning` → OBSERVATION (or PATTERN); `log_error` → OBSERVATION with the `error` "
-              "text; `daily_log` → OBSERVATION, low relevance. `tool` is optional: a lesson with only a `category` "
-              "(any of the six) is stored as it is, at medium relevance unless given. All land in the working tier; an exact duplicate "
-              "of an active lesson is confirmed instead of copied."
-          ))
+@api.post(
+    MEMORY_PATH + "/lessons",
+    response={201: s.LessonsAppendedOut, **ERRORS},
+    tags=["lessons"],
+    summary="Append working lessons (workspace tools)",
+    description=(
+        "One call appends 1–20 lessons, all or nothing. Tools: `save_fact` → DECISION (or ARCHITECTURE, "
+        "PATTERN); `log_learning` → OBSERVATION (or PATTERN); `log_error` → OBSERVATION with the `error` "
+        "text; `daily_log` → OBSERVATION, low relevance. `tool` is optional: a lesson with only a `category` "
+        "(any of the six) is stored as it is, at medium relevance unless given. All land in the working tier; an exact duplicate "
+        "of an active lesson is confirmed instead of copied."
+    ),
+)
 def lessons_append(request, persona: str, project: str, payload: s.LessonsIn):
     persona_obj, project_obj = write_scope(request.auth, persona, project)
     memory, results = agent_lessons_write(
-        token=request.auth.model, persona=persona_obj, project=project_obj,
+        token=request.auth.model,
+        persona=persona_obj,
+        project=project_obj,
         items=[item.model_dump() for item in payload.lessons],
     )
     return Status(201, appended_out(memory, results))
 
 
 class LessonFilters(Schema):
-    path: str | None = Field(None, min_length=1, max_length=500, json_schema_extra={"pattern": s.PATH_PATTERN},
-                             description="A file, or a folder ending with / (no '..' part)")
+    path: str | None = Field(
+        None,
+        min_length=1,
+        max_length=500,
+        json_schema_extra={"pattern": s.PATH_PATTERN},
+        description="A file, or a folder ending with / (no '..' part)",
+    )
     category: s.CATEGORY | None = None
     tier: s.TIER | None = None
-    words: s.Text(s.SINGLE_LINE_PATTERN, max_length=s.MAX_WORDS_CHARS,
-                  description="Words that must all appear in the text") | None = None
+    words: (
+        s.Text(
+            s.SINGLE_LINE_PATTERN, max_length=s.MAX_WORDS_CHARS, description="Words that must all appear in the text"
+        )
+        | None
+    ) = None
     limit: int = Field(50, ge=1, le=200)
     offset: int = Field(0, ge=0, le=s.MAX_OFFSET)
 
@@ -246,15 +299,30 @@ class LessonFilters(Schema):
         return None if value is None else s.check_path(value)
 
 
-@api.get(MEMORY_PATH + "/lessons", response={200: s.LessonPage, **ERRORS}, tags=["lessons"],
-         summary="Active lessons, by path (a folder ends with /), category, tier and words")
+@api.get(
+    MEMORY_PATH + "/lessons",
+    response={200: s.LessonPage, **ERRORS},
+    tags=["lessons"],
+    summary="Active lessons, by path (a folder ends with /), category, tier and words",
+)
 def lessons_list(request, persona: str, project: str, filters: Query[LessonFilters]):
     _, _, memory = read_scope(request.auth, persona, project)
-    return lesson_page(memory, path=filters.path, category=filters.category, tier=filters.tier,
-                       words=filters.words, limit=filters.limit, offset=filters.offset)
+    return lesson_page(
+        memory,
+        path=filters.path,
+        category=filters.category,
+        tier=filters.tier,
+        words=filters.words,
+        limit=filters.limit,
+        offset=filters.offset,
+    )
 
 
-@api.get("/lessons/{lesson_id}", response={200: s.RecallOut, **ERRORS}, tags=["lessons"],
-         summary="Recall one lesson with its provenance and history")
+@api.get(
+    "/lessons/{lesson_id}",
+    response={200: s.RecallOut, **ERRORS},
+    tags=["lessons"],
+    summary="Recall one lesson with its provenance and history",
+)
 def lesson_recall(request, lesson_id: int = Path(..., ge=1, le=s.MAX_ID)):
     return recall_payload(request.auth, lesson_id)

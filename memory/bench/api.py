@@ -42,6 +42,7 @@ COLUMNS = ("requests", "errors", "rps", "p50_ms", "p99_ms")
 
 # --- the database (runs in its own process, with the bench environment) ----------------------
 
+
 def seed(lessons):
     import django
 
@@ -70,11 +71,24 @@ def seed(lessons):
     rows = []
     for i in range(lessons):
         tier = "core" if i < core else "working"
-        category = ("PATTERN", "DECISION", "ARCHITECTURE")[i % 3] if tier == "core" else \
-            ("OBSERVATION", "PATTERN", "TODO", "HYPOTHESIS")[i % 4]
+        category = (
+            ("PATTERN", "DECISION", "ARCHITECTURE")[i % 3]
+            if tier == "core"
+            else ("OBSERVATION", "PATTERN", "TODO", "HYPOTHESIS")[i % 4]
+        )
         text = f"Lesson {i}: handler_{i % 97}() in src/pkg{i % 50}/module_{i}.py retries {i % 7 + 1} times"
-        rows.append(services.NewLesson(batch.pk, memory.pk, tier, category, text, today, i // 3,
-                                       refs=[Ref(f"src/pkg{i % 50}/module_{i}.py", 10 + i % 40, 20 + i % 40)]))
+        rows.append(
+            services.NewLesson(
+                batch.pk,
+                memory.pk,
+                tier,
+                category,
+                text,
+                today,
+                i // 3,
+                refs=[Ref(f"src/pkg{i % 50}/module_{i}.py", 10 + i % 40, 20 + i % 40)],
+            )
+        )
     # Bulk rows keep the set-up short; the benchmark measures reads, not the write path.
     with transaction.atomic():
         services.lessons_bulk_create(rows)
@@ -84,6 +98,7 @@ def seed(lessons):
 
 
 # --- the load generator (runs in its own process) ---------------------------------------------
+
 
 def load(host, port, targets, token, requests, threads, seconds):
     """Hit every target in turn from each thread, so machine noise falls on all targets alike.
@@ -135,7 +150,9 @@ def load(host, port, targets, token, requests, threads, seconds):
     for name, _, _ in targets:
         values = sorted(latencies[name])
         figures[name] = {
-            "requests": len(values), "errors": len(errors[name]), "error_sample": errors[name][:3],
+            "requests": len(values),
+            "errors": len(errors[name]),
+            "error_sample": errors[name][:3],
             "seconds": round(wall, 2),
             # Each target got its share of the same wall time; rps is per target.
             "rps": round(len(values) / wall, 1) if wall else 0,
@@ -149,12 +166,32 @@ def load(host, port, targets, token, requests, threads, seconds):
 
 # --- orchestration ----------------------------------------------------------------------------
 
+
 def _load_process(env, port, targets, token, requests, threads, seconds):
     spec = json.dumps(targets)
     out = subprocess.run(
-        [sys.executable, "-m", "memory.bench.api", "--load", spec, "--port", str(port), "--token", token,
-         "--requests", str(requests), "--threads", str(threads), "--seconds", str(seconds)],
-        cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-m",
+            "memory.bench.api",
+            "--load",
+            spec,
+            "--port",
+            str(port),
+            "--token",
+            token,
+            "--requests",
+            str(requests),
+            "--threads",
+            str(threads),
+            "--seconds",
+            str(seconds),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -191,8 +228,14 @@ def seeded_environment(tmp, lessons):
         "SECRET_KEY": secrets.token_urlsafe(40),
         "LOG_LEVEL": "warning",
     }
-    seeded = subprocess.run([sys.executable, "-m", "memory.bench.api", "--seed", str(lessons)], cwd=ROOT,
-                            env=env, capture_output=True, text=True, check=True)
+    seeded = subprocess.run(
+        [sys.executable, "-m", "memory.bench.api", "--seed", str(lessons)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return env, json.loads(seeded.stdout.strip().splitlines()[-1])
 
 
@@ -202,9 +245,22 @@ def measure(*, lessons=10_000, requests=2000, threads=THREADS, seconds=60.0):
         token = info["token"]
         port = pick_port()
         server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "nightwatch.wsgi:application", "--workers", str(workers()),
-             "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "nightwatch.wsgi:application",
+                "--workers",
+                str(workers()),
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         try:
             wait_until_serving(port, server)
@@ -220,7 +276,7 @@ def measure(*, lessons=10_000, requests=2000, threads=THREADS, seconds=60.0):
             rounds = {"health": [], "context": []}
             server_cpu = {"health": [], "context": []}
             for i in range(ROUNDS):
-                for target in (both if i % 2 == 0 else both[::-1]):
+                for target in both if i % 2 == 0 else both[::-1]:
                     before = server_cpu_seconds(server)
                     figures = _load_process(env, port, [target], token, requests // ROUNDS, threads, seconds)
                     after = server_cpu_seconds(server)
@@ -234,9 +290,12 @@ def measure(*, lessons=10_000, requests=2000, threads=THREADS, seconds=60.0):
                 alone[name]["server_cpu_us"] = round(cpu / count * 1e6) if count and spans else None
                 alone[name]["client_cpu_us"] = round(statistics.median(r["client_cpu_us"] for r in rounds[name]))
             for column in ("p50_ms", "p99_ms"):
-                alone[column[:3] + "_ratio"] = round(statistics.median(
-                    c[column] / h[column] for h, c in zip(rounds["health"], rounds["context"]) if h[column]
-                ), 2)
+                alone[column[:3] + "_ratio"] = round(
+                    statistics.median(
+                        c[column] / h[column] for h, c in zip(rounds["health"], rounds["context"]) if h[column]
+                    ),
+                    2,
+                )
             results = {"mixed": mixed, "alone": alone}
         finally:
             server.terminate()
@@ -281,12 +340,16 @@ def bench_api(bench):
         bench.figure(f"{mode}: errors", data["health"]["errors"] + data["context"]["errors"], unit="", target=0)
     alone = results["alone"]
     if alone["health"].get("server_cpu_us"):
-        bench.note("alone, CPU per request (server workers / load process): "
-                   f"trivial {alone['health']['server_cpu_us']} / {alone['health']['client_cpu_us']} µs, "
-                   f"context {alone['context']['server_cpu_us']} / {alone['context']['client_cpu_us']} µs "
-                   "(alone, p50 ≈ client threads ÷ throughput: the ratio is that of the whole cost of a request)")
-    bench.note(f"{lessons} lessons; gunicorn with {workers()} workers on loopback; {THREADS} client threads "
-               "in a second process")
+        bench.note(
+            "alone, CPU per request (server workers / load process): "
+            f"trivial {alone['health']['server_cpu_us']} / {alone['health']['client_cpu_us']} µs, "
+            f"context {alone['context']['server_cpu_us']} / {alone['context']['client_cpu_us']} µs "
+            "(alone, p50 ≈ client threads ÷ throughput: the ratio is that of the whole cost of a request)"
+        )
+    bench.note(
+        f"{lessons} lessons; gunicorn with {workers()} workers on loopback; {THREADS} client threads "
+        "in a second process"
+    )
 
 
 def run(report, **options):
@@ -336,8 +399,9 @@ def main(argv=None):
     if args.load:
         targets = [tuple(t) for t in json.loads(args.load)]
         return load("127.0.0.1", args.port, targets, args.token, args.requests, args.threads, args.seconds)
-    figures = run(print_report, lessons=args.lessons, requests=args.requests, threads=args.threads,
-                  seconds=args.seconds)
+    figures = run(
+        print_report, lessons=args.lessons, requests=args.requests, threads=args.threads, seconds=args.seconds
+    )
     print(json.dumps(figures))
 
 

@@ -34,7 +34,8 @@ def _seed(memory, actor):
     for i in range(LINES):
         area = areas[i % len(areas)]
         services.lesson_create(
-            memory=memory, actor=actor,
+            memory=memory,
+            actor=actor,
             text=f"{area.title()} finding {i % 100}: handler {i % 100} in src/{area}/mod_{i % 100}.py needs attention",
             category=["OBSERVATION", "HYPOTHESIS", "TODO"][i % 3],
             refs=f"src/{area}/mod_{i % 100}.py#L{i + 1}-L{i + 12}",
@@ -50,10 +51,14 @@ def _append(memory, count):
 
     token = AgentToken.objects.create(persona=memory.persona, prefix="nwm_bench", token_hash="b" * 64)
     for first in range(0, count, 20):
-        agent_lessons_append(memory=memory, token=token, items=[
-            {"tool": "log_learning", "text": f"Appended while the proposal waited: note {i} on src/late/mod_{i}.py"}
-            for i in range(first, min(first + 20, count))
-        ])
+        agent_lessons_append(
+            memory=memory,
+            token=token,
+            items=[
+                {"tool": "log_learning", "text": f"Appended while the proposal waited: note {i} on src/late/mod_{i}.py"}
+                for i in range(first, min(first + 20, count))
+            ],
+        )
 
 
 def _timed_apply(proposal, actor, repeat=5):
@@ -115,16 +120,28 @@ def run(report):
                 response = client.get(url)
                 timings.append(_ms(start))
                 assert response.status_code == 200
-            report("compaction: review page, 150 lessons (median)", round(statistics.median(timings), 1), "ms",
-                   REVIEW_BUDGET_MS)
+            report(
+                "compaction: review page, 150 lessons (median)",
+                round(statistics.median(timings), 1),
+                "ms",
+                REVIEW_BUDGET_MS,
+            )
             report("compaction: review page, 150 lessons (max)", round(max(timings), 1), "ms", None)
 
             _timed_apply(proposal, actor, repeat=1)  # warm, as the review page is warmed above
-            report("compaction: apply, full history, 0 lessons appended since the proposal (median)",
-                   _timed_apply(proposal, actor), "ms", APPLY_BUDGET_MS)
+            report(
+                "compaction: apply, full history, 0 lessons appended since the proposal (median)",
+                _timed_apply(proposal, actor),
+                "ms",
+                APPLY_BUDGET_MS,
+            )
             _append(memory, APPENDED)
-            report(f"compaction: apply, full history, {APPENDED} lessons appended since the proposal (median)",
-                   _timed_apply(proposal, actor), "ms", APPLY_BUDGET_MS)
+            report(
+                f"compaction: apply, full history, {APPENDED} lessons appended since the proposal (median)",
+                _timed_apply(proposal, actor),
+                "ms",
+                APPLY_BUDGET_MS,
+            )
             raise _Rollback
     except _Rollback:
         pass

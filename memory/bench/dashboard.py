@@ -135,7 +135,7 @@ def _clear_caches(keep_local_of=None):
             continue
         try:
             caches[alias].clear()
-        except Exception:  # noqa: BLE001 — a cache that cannot be cleared holds nothing of these stores
+        except Exception:
             pass
 
 
@@ -143,7 +143,7 @@ def _built():
     with connection.cursor() as cursor:
         try:
             cursor.execute("SELECT version FROM nw_bench_marker")
-        except Exception:  # noqa: BLE001 — no marker table: not built (or half built)
+        except Exception:
             return False
         return any(row[0] == DATA_VERSION for row in cursor.fetchall())
 
@@ -158,8 +158,9 @@ def _approver():
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
-    user, made = get_user_model().objects.get_or_create(username="bench-approver",
-                                                        defaults={"is_staff": True, "is_superuser": True})
+    user, made = get_user_model().objects.get_or_create(
+        username="bench-approver", defaults={"is_staff": True, "is_superuser": True}
+    )
     if made:
         user.groups.add(Group.objects.get(name="approver"))
     return user
@@ -195,8 +196,9 @@ def _grow(bench, personas, projects):
     actor = services.Actor.system("dashboard bench")
     src = bench.tmpdir / f"org-{personas}x{projects}"
     t = time.perf_counter()
-    generate_tree(src, personas=personas, projects=projects, core_per_memory=20, working_per_memory=180,
-                  persona="Org Agent")
+    generate_tree(
+        src, personas=personas, projects=projects, core_per_memory=20, working_per_memory=180, persona="Org Agent"
+    )
     report = memory_import_tree(tree=read_tree(src), actor=actor)
     bench.note(f"imported {report.added:,} lessons in {time.perf_counter() - t:,.0f} s")
 
@@ -229,13 +231,32 @@ def _grow(bench, personas, projects):
     runs, pipeline, calls = [], [], []
     for i, memory in enumerate(memories):
         when = now - timedelta(hours=i)
-        runs.append(RefinementRun(memory=memory, status="completed" if i % 7 else "terminated", started_at=when,
-                                  engine="offline", mass_before=4000, mass_after=3900, retention=0.97))
+        runs.append(
+            RefinementRun(
+                memory=memory,
+                status="completed" if i % 7 else "terminated",
+                started_at=when,
+                engine="offline",
+                mass_before=4000,
+                mass_after=3900,
+                retention=0.97,
+            )
+        )
         if i % 2 == 0:
             pipeline.append(PipelineRun(memory=memory, status="completed", engine="offline"))
-        calls += [LLMCall(persona_id=memory.persona_id, memory=memory, purpose=("reflection", "compaction", "refinement")[k],
-                          provider="anthropic", model_name="claude", tokens_in=1200, tokens_out=300, latency_ms=900)
-                  for k in range(3)]
+        calls += [
+            LLMCall(
+                persona_id=memory.persona_id,
+                memory=memory,
+                purpose=("reflection", "compaction", "refinement")[k],
+                provider="anthropic",
+                model_name="claude",
+                tokens_in=1200,
+                tokens_out=300,
+                latency_ms=900,
+            )
+            for k in range(3)
+        ]
     RefinementRun.objects.bulk_create(runs, batch_size=2000)
     PipelineRun.objects.bulk_create(pipeline, batch_size=2000)
     LLMCall.objects.bulk_create(calls, batch_size=2000)
@@ -244,9 +265,13 @@ def _grow(bench, personas, projects):
 def _pages():
     from memory.models import Memory
 
-    memory = (Memory.objects.filter(persona__name__startswith="Org Agent").select_related("persona", "project")
-              .order_by("id").first()
-              or Memory.objects.select_related("persona", "project").order_by("id").first())
+    memory = (
+        Memory.objects.filter(persona__name__startswith="Org Agent")
+        .select_related("persona", "project")
+        .order_by("id")
+        .first()
+        or Memory.objects.select_related("persona", "project").order_by("id").first()
+    )
     return {
         "home": reverse("home"),
         "promotions inbox": reverse("promotions:inbox"),
@@ -254,8 +279,9 @@ def _pages():
         "refinement runs": reverse("refinement:runs"),
         "pipeline runs": reverse("pipeline:runs"),
         "LLM calls": reverse("llm:calls"),
-        "a memory page": reverse("memory_detail", kwargs={"persona": memory.persona.name,
-                                                            "project": memory.project.slug}),
+        "a memory page": reverse(
+            "memory_detail", kwargs={"persona": memory.persona.name, "project": memory.project.slug}
+        ),
         "its history": memory.history_url(),
         "admin persona list": reverse("admin:personas_persona_changelist"),
         "admin lesson list": reverse("admin:memory_lesson_changelist"),
@@ -313,8 +339,10 @@ def _explain_slowest(bench, results, pages=3):
         with connection.cursor() as cursor:
             cursor.execute(prefix + sql)
             plan = [" ".join(str(c) for c in row) for row in cursor.fetchall()]
-        bench.note(f"{label}: {len(captured.captured_queries)} queries; slowest {float(slowest['time']) * 1000:.0f} ms: "
-                   f"{sql[:300]}{'…' if len(sql) > 300 else ''}")
+        bench.note(
+            f"{label}: {len(captured.captured_queries)} queries; slowest {float(slowest['time']) * 1000:.0f} ms: "
+            f"{sql[:300]}{'…' if len(sql) > 300 else ''}"
+        )
         for line in plan[:12]:
             bench.note(f"    {line}")
 
@@ -322,9 +350,11 @@ def _explain_slowest(bench, results, pages=3):
 def _counts():
     from memory.models import Change, Lesson, Memory, PromotionCandidate
 
-    return (f"{Memory.objects.count():,} memories, {Lesson.objects.count():,} lessons, "
-            f"{Change.objects.count():,} changes, "
-            f"{PromotionCandidate.objects.filter(status='pending').count():,} pending candidates")
+    return (
+        f"{Memory.objects.count():,} memories, {Lesson.objects.count():,} lessons, "
+        f"{Change.objects.count():,} changes, "
+        f"{PromotionCandidate.objects.filter(status='pending').count():,} pending candidates"
+    )
 
 
 @benchmark("dashboard", "Every main page at 100,000 and 1,000,000 lessons against the demo data")
@@ -358,13 +388,14 @@ def run(bench):
                     why = "left out" if label in skip else f"over {SLOW_PAGE_SECONDS} s at the smaller size"
                     bench.note(f"{label:<20} not timed ({why})")
                     if label not in skip:
-                        bench.figure(f"{size} {label}: time vs demo (not timed)", float("inf"), unit="×",
-                                     target=target)
+                        bench.figure(f"{size} {label}: time vs demo (not timed)", float("inf"), unit="×", target=target)
                     continue
                 demo_seconds, org_seconds, org_bytes = timed[label]
                 ratio = org_seconds / demo_seconds
-                bench.note(f"{label:<20} {demo_seconds * 1000:>7.0f}ms {org_seconds * 1000:>8.0f}ms {ratio:>6.1f}× "
-                           f"{org_bytes / 1024:>8.0f}KiB")
+                bench.note(
+                    f"{label:<20} {demo_seconds * 1000:>7.0f}ms {org_seconds * 1000:>8.0f}ms {ratio:>6.1f}× "
+                    f"{org_bytes / 1024:>8.0f}KiB"
+                )
                 bench.figure(f"{size} {label}: time vs demo", ratio, unit="×", target=target)
                 bench.figure(f"{size} {label}: HTML", org_bytes / 1024, unit="KiB", target=HTML_LIMIT / 1024)
                 if org_seconds > SLOW_PAGE_SECONDS:

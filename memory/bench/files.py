@@ -18,18 +18,41 @@ from memory.selectors import compile_memory
 from memory.services import Actor
 
 SUBJECTS = [
-    "the retry loop in the queue worker", "refresh-token validation", "the billing webhook handler",
-    "pagination of the search endpoint", "the feature-flag cache", "database connection pooling",
-    "the CSV export job", "session cookie flags", "the rate limiter", "schema migrations on deploy",
+    "the retry loop in the queue worker",
+    "refresh-token validation",
+    "the billing webhook handler",
+    "pagination of the search endpoint",
+    "the feature-flag cache",
+    "database connection pooling",
+    "the CSV export job",
+    "session cookie flags",
+    "the rate limiter",
+    "schema migrations on deploy",
 ]
 FINDINGS = [
-    "uses a fixed 1s delay with no backoff", "skips the expiry check", "swallows the upstream error",
-    "loads every row before filtering", "is read on every request without a TTL",
-    "leaks a connection when the handler raises", "runs in the request thread and times out at 30s",
-    "is missing the SameSite attribute", "counts per process, not per user", "locks the table for minutes",
+    "uses a fixed 1s delay with no backoff",
+    "skips the expiry check",
+    "swallows the upstream error",
+    "loads every row before filtering",
+    "is read on every request without a TTL",
+    "leaks a connection when the handler raises",
+    "runs in the request thread and times out at 30s",
+    "is missing the SameSite attribute",
+    "counts per process, not per user",
+    "locks the table for minutes",
 ]
-FILES = ["src/queue/worker.ts", "src/auth/middleware.ts", "app/billing/webhooks.py", "api/search.py",
-         "lib/flags/cache.go", "db/pool.py", "jobs/export_csv.py", "web/session.ts", "api/limits.py", "deploy/migrate.sh"]
+FILES = [
+    "src/queue/worker.ts",
+    "src/auth/middleware.ts",
+    "app/billing/webhooks.py",
+    "api/search.py",
+    "lib/flags/cache.go",
+    "db/pool.py",
+    "jobs/export_csv.py",
+    "web/session.ts",
+    "api/limits.py",
+    "deploy/migrate.sh",
+]
 WORKING_CATEGORIES = ["OBSERVATION", "HYPOTHESIS", "TODO", "PATTERN", "DECISION"]
 CORE_CATEGORIES = ["PATTERN", "DECISION", "ARCHITECTURE"]
 
@@ -59,8 +82,10 @@ def write_working(path, rng, bullets, per_section=6):
 
 
 def write_core(path, rng, bullets):
-    lines = [core_line(rng.choice(CORE_CATEGORIES), *_lesson(rng, i), date(2025, 1, 1) + timedelta(days=i % 300))
-             for i in range(bullets)]
+    lines = [
+        core_line(rng.choice(CORE_CATEGORIES), *_lesson(rng, i), date(2025, 1, 1) + timedelta(days=i % 300))
+        for i in range(bullets)
+    ]
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
 
@@ -86,8 +111,9 @@ def run(bench):
     personas, projects = bench.scaled(25), bench.scaled(20)
     core_n, working_n = 20, 180
     src = bench.tmpdir / "agents"
-    files, bullets = generate_tree(src, personas=personas, projects=projects,
-                                   core_per_memory=core_n, working_per_memory=working_n)
+    files, bullets = generate_tree(
+        src, personas=personas, projects=projects, core_per_memory=core_n, working_per_memory=working_n
+    )
     bench.note(f"generated {files:,} files holding {bullets:,} bullets under {src}")
     # Targets scale with the data: 8 s to import 100,000 bullets, 2 s to import them again, 2 s to
     # export 1,000 files, 5 ms to compile a memory of 10,000 lessons.
@@ -125,8 +151,9 @@ def run(bench):
         bench.figure("import ÷ reference (cpu)", bench.last_cpu / reference_cpu, unit="×", target=1.4)
 
     seconds = bench.time(lambda: memory_import_tree(tree=read_tree(src), actor=actor))
-    bench.figure("import again (idempotent, adds nothing)", seconds, unit="s", cpu=bench.last_cpu,
-                 target=2 * bullets / 100_000)
+    bench.figure(
+        "import again (idempotent, adds nothing)", seconds, unit="s", cpu=bench.last_cpu, target=2 * bullets / 100_000
+    )
 
     out = bench.tmpdir / "export"
     export = None
@@ -136,13 +163,15 @@ def run(bench):
         export = export_tree(root=out)
 
     seconds = bench.time(do_export)
-    bench.figure(f"export {export.count('written'):,} files", seconds, unit="s", cpu=bench.last_cpu,
-                 target=2 * files / 1_000)
+    bench.figure(
+        f"export {export.count('written'):,} files", seconds, unit="s", cpu=bench.last_cpu, target=2 * files / 1_000
+    )
 
     # One memory of 10,000 lessons: 1,000 core and 9,000 working, compiled uncached.
     big = bench.tmpdir / "big"
-    generate_tree(big, personas=1, projects=1, core_per_memory=bench.scaled(1_000), working_per_memory=bench.scaled(9_000),
-                  seed=7)
+    generate_tree(
+        big, personas=1, projects=1, core_per_memory=bench.scaled(1_000), working_per_memory=bench.scaled(9_000), seed=7
+    )
     (persona_dir,) = big.iterdir()
     persona_dir.rename(big / "Bench Big Memory")
     memory_import_tree(tree=read_tree(big), actor=actor)
@@ -150,5 +179,10 @@ def run(bench):
     count = Lesson.objects.filter(memory=memory).count()
     compile_memory(memory)  # warm the connection and the code paths
     seconds = bench.time(lambda: compile_memory(memory), repeat=15)
-    bench.figure(f"compile one memory of {count:,} lessons (median of 15)", seconds * 1000, unit="ms", target=5,
-                 cpu=bench.last_cpu * 1000)
+    bench.figure(
+        f"compile one memory of {count:,} lessons (median of 15)",
+        seconds * 1000,
+        unit="ms",
+        target=5,
+        cpu=bench.last_cpu * 1000,
+    )

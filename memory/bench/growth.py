@@ -33,13 +33,18 @@ def _import_seconds(bench, factor, actor):
 
     def setup():  # a new tree each run (importing one again would add nothing)
         src = bench.tmpdir / f"import-{factor}-{len(trees)}"
-        _, bullets = generate_tree(src, personas=max(1, memories // projects), projects=projects, core_per_memory=20,
-                                   working_per_memory=180, persona=f"Growth import {factor} run {len(trees)}")
+        _, bullets = generate_tree(
+            src,
+            personas=max(1, memories // projects),
+            projects=projects,
+            core_per_memory=20,
+            working_per_memory=180,
+            persona=f"Growth import {factor} run {len(trees)}",
+        )
         trees.append(src)
         sizes.append(bullets)
 
-    seconds = bench.time(lambda: memory_import_tree(tree=read_tree(trees[-1]), actor=actor), repeat=REPEAT,
-                         setup=setup)
+    seconds = bench.time(lambda: memory_import_tree(tree=read_tree(trees[-1]), actor=actor), repeat=REPEAT, setup=setup)
     return sizes[0], seconds, bench.last_cpu
 
 
@@ -47,8 +52,15 @@ def _compile_seconds(bench, factor, actor):
     src = bench.tmpdir / f"compile-{factor}"
     lessons = bench.scaled(1_000 * factor)
     name = f"Growth compile {factor}"
-    generate_tree(src, personas=1, projects=1, core_per_memory=max(1, lessons // 10),
-                  working_per_memory=lessons - max(1, lessons // 10), seed=7, persona=name)
+    generate_tree(
+        src,
+        personas=1,
+        projects=1,
+        core_per_memory=max(1, lessons // 10),
+        working_per_memory=lessons - max(1, lessons // 10),
+        seed=7,
+        persona=name,
+    )
     memory_import_tree(tree=read_tree(src), actor=actor)
     memory = Memory.objects.get(persona__name=f"{name} 000")
     compile_memory(memory)
@@ -83,6 +95,10 @@ def run(bench):
             cpus.append(max(cpu, 1e-6))
             bench.figure(f"{name}, {factor:g}× ({size:,} {items})", seconds * to_unit, unit=unit, cpu=cpu * to_unit)
         for (small, large), (c_small, c_large) in zip(zip(FACTORS, FACTORS[1:]), zip(cpus, cpus[1:])):
-            bench.figure(f"{name} growth (CPU), {small:g}× → {large:g}× the data", c_large / c_small, unit="×",
-                         target=target if large == FACTORS[-1] else None)
+            bench.figure(
+                f"{name} growth (CPU), {small:g}× → {large:g}× the data",
+                c_large / c_small,
+                unit="×",
+                target=target if large == FACTORS[-1] else None,
+            )
     bench.note("linear growth is 10× for ten times the data; compile is bounded by its budgets")

@@ -27,25 +27,36 @@ def _grow(memories, lessons):
 
     team = Team.objects.get_or_create(slug="bench", defaults={"name": "Bench"})[0]
     personas = [Persona.objects.get_or_create(name=f"Bench agent {i}")[0] for i in range(20)]
-    projects = [Project.objects.get_or_create(slug=f"bench-repo-{i}", defaults={"name": f"Bench repo {i}",
-                                                                               "team": team})[0]
-                for i in range((memories + 19) // 20)]
-    made = [Memory.objects.get_or_create(persona=personas[i % 20], project=projects[i // 20])[0]
-            for i in range(max(0, memories - Memory.objects.count()))]
+    projects = [
+        Project.objects.get_or_create(slug=f"bench-repo-{i}", defaults={"name": f"Bench repo {i}", "team": team})[0]
+        for i in range((memories + 19) // 20)
+    ]
+    made = [
+        Memory.objects.get_or_create(persona=personas[i % 20], project=projects[i // 20])[0]
+        for i in range(max(0, memories - Memory.objects.count()))
+    ]
     per_memory = max(1, lessons // max(1, len(made)))
     start = date(2025, 1, 1)
     actor = services.Actor.system("bench")
     with transaction.atomic():
-        batches = services.batches_create([services.batch_build(memory=m, kind=ChangeBatch.Kind.IMPORT, actor=actor)
-                                           for m in made])
+        batches = services.batches_create(
+            [services.batch_build(memory=m, kind=ChangeBatch.Kind.IMPORT, actor=actor) for m in made]
+        )
         rows = []
         for memory, batch in zip(made, batches):
             for n in range(per_memory):
                 text = f"Lesson {n} of memory {memory.pk}: src/module_{n % 40}.py keeps a cache per request"
-                rows.append(services.NewLesson(
-                    batch_id=batch.pk, memory_id=memory.pk, tier="core" if n % 10 == 0 else "working",
-                    category="PATTERN" if n % 10 == 0 else "OBSERVATION", text=text,
-                    lesson_date=start + timedelta(days=n % 300), section=n))
+                rows.append(
+                    services.NewLesson(
+                        batch_id=batch.pk,
+                        memory_id=memory.pk,
+                        tier="core" if n % 10 == 0 else "working",
+                        category="PATTERN" if n % 10 == 0 else "OBSERVATION",
+                        text=text,
+                        lesson_date=start + timedelta(days=n % 300),
+                        section=n,
+                    )
+                )
         services.lessons_bulk_create(rows)
         services.memories_bump_version([m.pk for m in made])
     return len(made), len(rows)

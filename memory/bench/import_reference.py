@@ -16,7 +16,8 @@ folder), and nothing is read back (the product also checks what is already there
 import hashlib
 import json
 import sqlite3
-from datetime import date, datetime, timezone as dt_timezone
+from datetime import UTC, date, datetime
+from datetime import timezone as dt_timezone
 from pathlib import Path
 
 from memory.formats.nightwatch import CORE_FILE, MEMORIES_DIR, WORKING_FILE, parse_core, parse_working
@@ -47,16 +48,23 @@ def copy_schema(django_connection, path):
 
 
 def _snapshot(line, day):
-    return json.dumps({
-        "tier": line.tier, "category": line.category, "text": line.text, "relevance": "medium",
-        "protected": False, "status": "active", "lesson_date": day,
-        "refs": [r.as_text() for r in line.refs],
-    })
+    return json.dumps(
+        {
+            "tier": line.tier,
+            "category": line.category,
+            "text": line.text,
+            "relevance": "medium",
+            "protected": False,
+            "status": "active",
+            "lesson_date": day,
+            "refs": [r.as_text() for r in line.refs],
+        }
+    )
 
 
 def reference_import(root, db, *, label="bench reference", actor="bench"):
     """Import the tree at `root` into `db` (from copy_schema); returns the number of lessons written."""
-    now = datetime.now(dt_timezone.utc).isoformat(sep=" ")
+    now = datetime.now(UTC).isoformat(sep=" ")
     today = date.today()
     batches, lessons, refs, changes = [], [], [], []
     lesson_id = 0
@@ -81,26 +89,51 @@ def reference_import(root, db, *, label="bench reference", actor="bench"):
                 lesson_id += 1
                 day = (line.lesson_date or today).isoformat()
                 section = 0 if line.tier == "core" else 1 + line.section
-                lessons.append((
-                    lesson_id, line.tier, line.category, line.text, "medium", False, "active", day, section,
-                    line.unparsed, line.raw_line if line.unparsed else "", False, content_hash(line.text), "[]",
-                    now, now, memory_id, line.heading[:100], line.lesson_date is None,
-                ))
+                lessons.append(
+                    (
+                        lesson_id,
+                        line.tier,
+                        line.category,
+                        line.text,
+                        "medium",
+                        False,
+                        "active",
+                        day,
+                        section,
+                        line.unparsed,
+                        line.raw_line if line.unparsed else "",
+                        False,
+                        content_hash(line.text),
+                        "[]",
+                        now,
+                        now,
+                        memory_id,
+                        line.heading[:100],
+                        line.lesson_date is None,
+                    )
+                )
                 for position, ref in enumerate(line.refs):
                     refs.append((ref.path, ref.start_line, ref.end_line, position, lesson_id))
                 changes.append(("create", _snapshot(line, day), now, batch_id, lesson_id, memory_id))
     db.execute("BEGIN IMMEDIATE")
     db.executemany(
-        'INSERT INTO scratch_changebatch (id, kind, label, reason, actor_type, actor_label, created_at, memory_id) '
-        'VALUES (?, ?, ?, ?, ?, ?, ?, ?)', batches)
+        "INSERT INTO scratch_changebatch (id, kind, label, reason, actor_type, actor_label, created_at, memory_id) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        batches,
+    )
     db.executemany(
-        'INSERT INTO scratch_lesson (id, tier, category, text, relevance, protected, status, lesson_date, section, '
-        'unparsed, raw_line, vague, content_hash, source_entry_ids, created_at, updated_at, memory_id, '
-        'section_heading, undated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)', lessons)
+        "INSERT INTO scratch_lesson (id, tier, category, text, relevance, protected, status, lesson_date, section, "
+        "unparsed, raw_line, vague, content_hash, source_entry_ids, created_at, updated_at, memory_id, "
+        "section_heading, undated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        lessons,
+    )
     db.executemany(
-        'INSERT INTO scratch_lessonref (path, start_line, end_line, position, lesson_id) VALUES (?, ?, ?, ?, ?)', refs)
+        "INSERT INTO scratch_lessonref (path, start_line, end_line, position, lesson_id) VALUES (?, ?, ?, ?, ?)", refs
+    )
     db.executemany(
         'INSERT INTO scratch_change (action, "after", created_at, batch_id, lesson_id, memory_id) '
-        'VALUES (?, ?, ?, ?, ?, ?)', changes)
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        changes,
+    )
     db.execute("COMMIT")
     return len(lessons)

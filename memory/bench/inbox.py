@@ -52,26 +52,42 @@ def _grow(n_memories, n_candidates):
 
     n_projects = 10
     n_personas = max(1, n_memories // n_projects)
-    personas = Persona.objects.bulk_create([Persona(name=f"Bench persona {i}", role="Engineer")
-                                            for i in range(n_personas)])
-    projects = Project.objects.bulk_create([Project(slug=f"bench-inbox-{i}", name=f"Bench project {i}",
-                                                    folder_name=f"bench-inbox-{i}") for i in range(n_projects)])
+    personas = Persona.objects.bulk_create(
+        [Persona(name=f"Bench persona {i}", role="Engineer") for i in range(n_personas)]
+    )
+    projects = Project.objects.bulk_create(
+        [
+            Project(slug=f"bench-inbox-{i}", name=f"Bench project {i}", folder_name=f"bench-inbox-{i}")
+            for i in range(n_projects)
+        ]
+    )
     memories = Memory.objects.bulk_create([Memory(persona=p, project=q) for p in personas for q in projects])
     if memories[0].pk is None:
         memories = list(Memory.objects.filter(project__in=projects).order_by("id"))
     user = get_user_model().objects.create_user("bench-inbox-writer", password=None)
     actor = services.Actor.for_user(user)
     for memory in memories[: min(len(memories), 50)]:  # some memories with core lessons, as in use
-        services.lesson_create(memory=memory, tier="core", category="DECISION", actor=actor,
-                               text="Settlement runs nightly from jobs/settle.py", refs="jobs/settle.py#L3")
+        services.lesson_create(
+            memory=memory,
+            tier="core",
+            category="DECISION",
+            actor=actor,
+            text="Settlement runs nightly from jobs/settle.py",
+            refs="jobs/settle.py#L3",
+        )
     now = timezone.now()
     PromotionCandidate.objects.bulk_create(
         [
             PromotionCandidate(
-                memory=memories[i % len(memories)], category="PATTERN",
+                memory=memories[i % len(memories)],
+                category="PATTERN",
                 text=f"Bench lesson {i}: verify the webhook signature before parsing the payload",
-                refs=["src/billing/webhooks.py#L10-L30"], evidence={"lessons": [1, 2, 3], "confirmations": []},
-                fingerprint=f"bench-{i}", distinct_dates=3, engine="offline", detector="words-3",
+                refs=["src/billing/webhooks.py#L10-L30"],
+                evidence={"lessons": [1, 2, 3], "confirmations": []},
+                fingerprint=f"bench-{i}",
+                distinct_dates=3,
+                engine="offline",
+                detector="words-3",
                 created_at=now - timezone.timedelta(minutes=n_candidates - i),
             )
             for i in range(n_candidates)
@@ -120,14 +136,17 @@ def run(bench):
             bench.figure(f"inbox with {pending:,} pending over {n_memories} more memories, median", big_ms, unit="ms")
             bench.figure("time with many pending ÷ time on the demo data", big_ms / demo_ms, unit="×", target=2.0)
             bench.figure("page size with many pending", big_bytes / 1024, unit="KiB", target=1024)
-            bench.figure("queries with many pending − on the demo data", big_queries - demo_queries, unit="queries",
-                         target=0)
+            bench.figure(
+                "queries with many pending − on the demo data", big_queries - demo_queries, unit="queries", target=0
+            )
             last_ms, _, _ = _page(client, url + "?page=last")
             bench.figure("its last page (the newest candidates), median", last_ms, unit="ms")
             filtered_ms, _, _ = _page(client, url + "?kind=recurring&age=1")
             bench.figure("filtered by kind and waiting time, median", filtered_ms, unit="ms")
-            bench.note(f"demo page {demo_bytes / 1024:.0f} KiB, {demo_queries} queries; "
-                       f"large page {big_bytes / 1024:.0f} KiB, {big_queries} queries")
+            bench.note(
+                f"demo page {demo_bytes / 1024:.0f} KiB, {demo_queries} queries; "
+                f"large page {big_bytes / 1024:.0f} KiB, {big_queries} queries"
+            )
             raise _Rollback
     except _Rollback:
         pass

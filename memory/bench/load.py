@@ -87,8 +87,12 @@ def measure(database_url="", *, agents=AGENTS, appends=APPENDS):
             _, listing, _ = _request(port, "GET", f"{base}/lessons?limit=1", token)
             _, _, headers = _request(port, "GET", f"{base}/context", token)
     return {
-        "requests": agents * appends, "successes": successes, "errors": len(errors), "error_sample": errors[:3],
-        "stored": json.loads(listing)["count"], "version": int(headers.get("X-Memory-Version", -1)),
+        "requests": agents * appends,
+        "successes": successes,
+        "errors": len(errors),
+        "error_sample": errors[:3],
+        "stored": json.loads(listing)["count"],
+        "version": int(headers.get("X-Memory-Version", -1)),
         "seconds": round(seconds, 2),
     }
 
@@ -108,14 +112,24 @@ def bench_load(bench):
     for label, url in databases():
         figures = measure(url, agents=agents, appends=appends)
         bench.figure(f"{label}: failed appends of {figures['requests']}", figures["errors"], unit="", target=0)
-        bench.figure(f"{label}: lessons stored − successful appends",
-                     abs(figures["stored"] - figures["successes"]), unit="", target=0)
-        bench.figure(f"{label}: memory version − successful appends",
-                     abs(figures["version"] - figures["successes"]), unit="", target=0)
+        bench.figure(
+            f"{label}: lessons stored − successful appends",
+            abs(figures["stored"] - figures["successes"]),
+            unit="",
+            target=0,
+        )
+        bench.figure(
+            f"{label}: memory version − successful appends",
+            abs(figures["version"] - figures["successes"]),
+            unit="",
+            target=0,
+        )
         bench.figure(f"{label}: appends per second", figures["successes"] / figures["seconds"], unit="req/s")
-        bench.note(f"{label}: {figures['successes']} of {figures['requests']} appends succeeded, "
-                   f"{figures['stored']} lessons stored, version {figures['version']}, {figures['seconds']} s"
-                   + (f"; errors e.g. {figures['error_sample']}" if figures["errors"] else ""))
+        bench.note(
+            f"{label}: {figures['successes']} of {figures['requests']} appends succeeded, "
+            f"{figures['stored']} lessons stored, version {figures['version']}, {figures['seconds']} s"
+            + (f"; errors e.g. {figures['error_sample']}" if figures["errors"] else "")
+        )
     if len(databases()) == 1:
         bench.note("PostgreSQL not measured: set DATABASE_URL=postgres://… (a scratch database) to add it")
 

@@ -34,6 +34,7 @@ GOAL_RATIO = 3.0
 
 # --- the client (its own process) ----------------------------------------------------------------
 
+
 def load(port, token, rounds, seconds):
     import anyio
 
@@ -50,7 +51,7 @@ async def _load(port, token, rounds, seconds):
     base = f"http://127.0.0.1:{port}"
     context = f"{base}/api/v1/memory/{quote(PERSONA)}/{PROJECT}/context"
     latencies = {name: [] for name in TARGETS}
-    errors = {name: 0 for name in TARGETS}
+    errors = dict.fromkeys(TARGETS, 0)
     async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
         async with Client(streamable_http_client(f"{base}/mcp/", http_client=http)) as client:
 
@@ -83,7 +84,8 @@ async def _load(port, token, rounds, seconds):
     for name in TARGETS:
         values = sorted(latencies[name])
         figures[name] = {
-            "requests": len(values), "errors": errors[name],
+            "requests": len(values),
+            "errors": errors[name],
             "p50_ms": round(statistics.median(values) * 1000, 2) if values else None,
             "p99_ms": round(values[min(len(values) - 1, int(0.99 * len(values)))] * 1000, 2) if values else None,
         }
@@ -92,21 +94,54 @@ async def _load(port, token, rounds, seconds):
 
 # --- orchestration -------------------------------------------------------------------------------
 
+
 def measure(*, lessons=10_000, rounds=300, seconds=30.0):
     with tempfile.TemporaryDirectory(prefix="nw-bench-mcp-") as tmp:
         env, info = seeded_environment(tmp, lessons)
         port = pick_port()
         server = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "nightwatch.asgi:application", "--workers", "2",
-             "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "nightwatch.asgi:application",
+                "--workers",
+                "2",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         try:
             wait_until_serving(port, server)
             out = subprocess.run(
-                [sys.executable, "-m", "memory.bench.mcp", "--load", "--port", str(port), "--token", info["token"],
-                 "--rounds", str(rounds), "--seconds", str(seconds)],
-                cwd=ROOT, env=env, capture_output=True, text=True, check=True, timeout=seconds + 120,
+                [
+                    sys.executable,
+                    "-m",
+                    "memory.bench.mcp",
+                    "--load",
+                    "--port",
+                    str(port),
+                    "--token",
+                    info["token"],
+                    "--rounds",
+                    str(rounds),
+                    "--seconds",
+                    str(seconds),
+                ],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=seconds + 120,
             )
         finally:
             server.terminate()
@@ -125,12 +160,15 @@ def bench_mcp(bench):
     for name in TARGETS:
         bench.figure(f"{LABELS[name]} p50", results[name]["p50_ms"], unit="ms")
         bench.figure(f"{LABELS[name]} p99", results[name]["p99_ms"], unit="ms")
-    bench.figure("get_memory p50 / context?format=json p50", _ratio(results, "mcp_get_memory"), unit="×",
-                 target=GOAL_RATIO)
+    bench.figure(
+        "get_memory p50 / context?format=json p50", _ratio(results, "mcp_get_memory"), unit="×", target=GOAL_RATIO
+    )
     bench.figure("get_memory p50 / context (text) p50", _ratio(results, "mcp_get_memory", "context"), unit="×")
     failed = sum(results[name]["errors"] for name in TARGETS)
-    bench.note(f"{lessons} lessons; uvicorn with 2 workers serving Django and /mcp/; one client in a second "
-               f"process, {results['mcp_get_memory']['requests']} rounds of the three reads; {failed} failed")
+    bench.note(
+        f"{lessons} lessons; uvicorn with 2 workers serving Django and /mcp/; one client in a second "
+        f"process, {results['mcp_get_memory']['requests']} rounds of the three reads; {failed} failed"
+    )
 
 
 def main(argv=None):
@@ -145,8 +183,11 @@ def main(argv=None):
     if args.load:
         return load(args.port, args.token, args.rounds, args.seconds)
     lessons, results = measure(lessons=args.lessons, rounds=args.rounds, seconds=args.seconds)
-    print(json.dumps({"lessons": lessons, **results,
-                      "get_memory_vs_context_json": _ratio(results, "mcp_get_memory")}, indent=1))
+    print(
+        json.dumps(
+            {"lessons": lessons, **results, "get_memory_vs_context_json": _ratio(results, "mcp_get_memory")}, indent=1
+        )
+    )
 
 
 if __name__ == "__main__":

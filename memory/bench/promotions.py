@@ -67,8 +67,9 @@ def generate(n=LESSONS, recurring=RECURRING_THEMES, seed=_SEED):
             other = rng.sample(specific, 3)
             lessons.append((sentence(rng.sample(keys, 2) + other, rng.randint(6, 10)), path, day(), None))
     while len(lessons) < n:
-        lessons.append((sentence(rng.sample(specific, 3), rng.randint(7, 12)),
-                        f"src/misc/{rng.choice(specific)}.py", day(), None))
+        lessons.append(
+            (sentence(rng.sample(specific, 3), rng.randint(7, 12)), f"src/misc/{rng.choice(specific)}.py", day(), None)
+        )
     rng.shuffle(lessons)
     return lessons[:n]
 
@@ -93,12 +94,13 @@ def seed_lessons(memory, n=LESSONS, recurring=RECURRING_THEMES):
     generated = generate(n, recurring)
     # Bulk insert: the benchmark measures detection, not 10,000 single writes.
     with transaction.atomic():
-        batch = services.batch_create(memory=memory, kind=ChangeBatch.Kind.IMPORT,
-                                      actor=services.Actor.system("bench"))
-        created = services.lessons_bulk_create([
-            services.NewLesson(batch.pk, memory.pk, "working", "OBSERVATION", text, when, i, refs=[Ref(path)])
-            for i, (text, path, when, _) in enumerate(generated)
-        ])
+        batch = services.batch_create(memory=memory, kind=ChangeBatch.Kind.IMPORT, actor=services.Actor.system("bench"))
+        created = services.lessons_bulk_create(
+            [
+                services.NewLesson(batch.pk, memory.pk, "working", "OBSERVATION", text, when, i, refs=[Ref(path)])
+                for i, (text, path, when, _) in enumerate(generated)
+            ]
+        )
     ChangeBatch.objects.filter(memory=memory).delete()
     return {pk: (theme, when) for pk, (_, _, when, theme) in zip(created, generated)}
 
@@ -106,8 +108,10 @@ def seed_lessons(memory, n=LESSONS, recurring=RECURRING_THEMES):
 def _scores(labels, candidates, threshold):
     from memory.promotions.evaluation import CorpusLesson, CorpusMemory, score
 
-    lessons = [CorpusLesson(id=pk, key=str(pk), text="", day=when, category="", refs=[], theme=theme)
-               for pk, (theme, when) in labels.items()]
+    lessons = [
+        CorpusLesson(id=pk, key=str(pk), text="", day=when, category="", refs=[], theme=theme)
+        for pk, (theme, when) in labels.items()
+    ]
     memory = CorpusMemory(name="bench", threshold=threshold, holdout=False, lessons=lessons)
     return score(memory, [sorted(c.supporting.values_list("id", flat=True)) for c in candidates])
 
@@ -150,12 +154,21 @@ def measure(n=LESSONS, recurring=RECURRING_THEMES):
 def bench_promotions(bench):
     figures = measure(bench.scaled(LESSONS, minimum=200), bench.scaled(RECURRING_THEMES, minimum=10))
     n = figures["lessons"]
-    bench.figure(f"detection, {n:,} working lessons (load, detect, store)", figures["detect_seconds"], unit="s",
-                 target=BUDGET_SECONDS, cpu=figures["detect_cpu_seconds"])
+    bench.figure(
+        f"detection, {n:,} working lessons (load, detect, store)",
+        figures["detect_seconds"],
+        unit="s",
+        target=BUDGET_SECONDS,
+        cpu=figures["detect_cpu_seconds"],
+    )
     bench.figure("detection re-run, nothing new", figures["rerun_seconds"], unit="s")
     bench.figure("candidates", figures["candidates"], unit="candidates")
-    for key, label in (("candidate_precision", "candidate precision"), ("theme_recall", "theme recall"),
-                       ("pair_precision", "pair precision"), ("pair_recall", "pair recall")):
+    for key, label in (
+        ("candidate_precision", "candidate precision"),
+        ("theme_recall", "theme recall"),
+        ("pair_precision", "pair precision"),
+        ("pair_recall", "pair recall"),
+    ):
         bench.figure(label, figures[key], unit="")
     bench.figure("largest candidate", figures["largest_candidate"], unit="lessons", target=12)
     bench.note(f"fewest distinct dates on a candidate: {figures['fewest_dates']} (the rule asks for 3)")

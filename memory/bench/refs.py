@@ -25,14 +25,23 @@ def _seed(memory, files, n, rng):
 
     today, lessons = timezone.localdate(), []
     with transaction.atomic():
-        batch = services.batch_create(memory=memory, kind=ChangeBatch.Kind.IMPORT,
-                                      actor=services.Actor.system("bench"))
+        batch = services.batch_create(memory=memory, kind=ChangeBatch.Kind.IMPORT, actor=services.Actor.system("bench"))
         for i in range(n):
             path = rng.choice(files)
             start = rng.randint(1, LINES_PER_FILE - 5)
             end = start + rng.randint(0, 4)
-            lessons.append(services.NewLesson(batch.pk, memory.pk, "working", "OBSERVATION", f"Lesson {i} about {path}",
-                                              today, i, refs=[Ref(path, start, end if end != start else None)]))
+            lessons.append(
+                services.NewLesson(
+                    batch.pk,
+                    memory.pk,
+                    "working",
+                    "OBSERVATION",
+                    f"Lesson {i} about {path}",
+                    today,
+                    i,
+                    refs=[Ref(path, start, end if end != start else None)],
+                )
+            )
         # Bulk insert, as an import does: the benchmark measures the check, not 10,000 single writes.
         services.lessons_bulk_create(lessons)
 
@@ -43,12 +52,12 @@ def _drift(repo, files, rng):
     quarter = len(touched) // 4
     for path in touched[:quarter]:
         repo.insert_lines(path, 1, ["# a new first line", "import os"])
-    for path in touched[quarter:2 * quarter]:
+    for path in touched[quarter : 2 * quarter]:
         for line in rng.sample(range(1, LINES_PER_FILE), 10):
             repo.replace_line(path, line, f"edited_{line} = True")
-    for path in touched[2 * quarter:3 * quarter]:
+    for path in touched[2 * quarter : 3 * quarter]:
         repo.move(path, path.replace("src/", "lib/", 1))
-    for path in touched[3 * quarter:]:
+    for path in touched[3 * quarter :]:
         repo.delete(path)
     return repo.commit("drift")
 
@@ -69,20 +78,31 @@ def bench_refs(bench):
     repo.commit("first")
 
     persona, _ = Persona.objects.get_or_create(name="Bench Refs Persona", defaults={"role": "Implementer"})
-    project, _ = Project.objects.update_or_create(slug="bench-refs", defaults={
-        "name": "Bench refs", "checkout_path": str(repo.path), "repository_ref": "main"})
+    project, _ = Project.objects.update_or_create(
+        slug="bench-refs", defaults={"name": "Bench refs", "checkout_path": str(repo.path), "repository_ref": "main"}
+    )
     memory = memory_get_or_create(persona=persona, project=project)
     memory.lessons.all().delete()
     _seed(memory, files, n_refs, rng)
 
     checks = []
     seconds = bench.time(lambda: checks.append(refs_check_project(project=project)))
-    bench.figure(f"first check: anchor {n_refs:,} refs over {n_files:,} files", seconds, unit="s",
-                 target=BUDGET_SECONDS, cpu=bench.last_cpu)
+    bench.figure(
+        f"first check: anchor {n_refs:,} refs over {n_files:,} files",
+        seconds,
+        unit="s",
+        target=BUDGET_SECONDS,
+        cpu=bench.last_cpu,
+    )
     _drift(repo, files, rng)
     seconds = bench.time(lambda: checks.append(refs_check_project(project=project)))
-    bench.figure(f"check after a commit touching {n_files // 10:,} files", seconds, unit="s",
-                 target=BUDGET_SECONDS, cpu=bench.last_cpu)
+    bench.figure(
+        f"check after a commit touching {n_files // 10:,} files",
+        seconds,
+        unit="s",
+        target=BUDGET_SECONDS,
+        cpu=bench.last_cpu,
+    )
     seconds = bench.time(lambda: checks.append(refs_check_project(project=project)))
     bench.figure("check again, nothing changed", seconds, unit="s", target=BUDGET_SECONDS, cpu=bench.last_cpu)
     for check in checks:

@@ -35,14 +35,16 @@ def pick_port():
 def server_env(tmp, database_url=""):
     """Production-like settings on a scratch SQLite file in tmp, or on database_url when given."""
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CACHE_URL", "CELERY_BROKER_URL")}
-    env.update({
-        "DJANGO_SETTINGS_MODULE": "nightwatch.settings",
-        "SQLITE_PATH": str(Path(tmp) / "live.sqlite3"),
-        "DEBUG": "0",
-        "SECRET_KEY": secrets.token_urlsafe(50),
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "LOG_LEVEL": "warning",
-    })
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "nightwatch.settings",
+            "SQLITE_PATH": str(Path(tmp) / "live.sqlite3"),
+            "DEBUG": "0",
+            "SECRET_KEY": secrets.token_urlsafe(50),
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "LOG_LEVEL": "warning",
+        }
+    )
     if database_url:
         env["DATABASE_URL"] = database_url
     return env
@@ -52,7 +54,11 @@ def seed_memory(env, persona, project):
     """Migrate, create persona, project and an empty memory, and return {token, memory_id} (subprocess)."""
     out = subprocess.run(
         [sys.executable, "-m", "memory.bench.serving", "--seed", persona, project],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     if out.returncode != 0:
         raise RuntimeError(f"seeding failed: {out.stderr[-2000:]}")
@@ -97,10 +103,28 @@ def gunicorn(env, *, workers=2, threads=4):
     """Serve the app on a free port; yields the port and stops the server afterwards."""
     port = pick_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "nightwatch.wsgi:application", "--workers", str(workers),
-         "--threads", str(threads), "--worker-class", "gthread", "--bind", f"127.0.0.1:{port}",
-         "--log-level", "warning", "--timeout", "120"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "nightwatch.wsgi:application",
+            "--workers",
+            str(workers),
+            "--threads",
+            str(threads),
+            "--worker-class",
+            "gthread",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--log-level",
+            "warning",
+            "--timeout",
+            "120",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     try:
         wait_until_serving(port, server)

@@ -178,24 +178,27 @@ def validate(draft, inputs, target):
     for index, line in enumerate(draft.lines, start=1):
         where = line.origin or f"Line {index}"
         if line.category not in ALL_CATEGORIES:
-            errors.append(f"{where}: [{line.category}] is not a working memory category "
-                          f"({', '.join(ALL_CATEGORIES)}).")
+            errors.append(f"{where}: [{line.category}] is not a working memory category ({', '.join(ALL_CATEGORIES)}).")
         try:
-            validate_lesson_fields(tier="working", category=line.category if line.category in ALL_CATEGORIES
-                                   else ALL_CATEGORIES[0], text=line.text, relevance="medium")
+            validate_lesson_fields(
+                tier="working",
+                category=line.category if line.category in ALL_CATEGORIES else ALL_CATEGORIES[0],
+                text=line.text,
+                relevance="medium",
+            )
         except ValidationError as exc:
             errors.append(f"{where}: {' '.join(exc.messages)}")
         for source_id in dict.fromkeys(line.source_ids):
             if source_id not in inputs_by_id:
-                errors.append(f"{where} cites lesson #{source_id}, which is not in the working memory being "
-                              "compacted.")
+                errors.append(f"{where} cites lesson #{source_id}, which is not in the working memory being compacted.")
             cited_count[source_id] = cited_count.get(source_id, 0) + 1
 
     listed_drops = {}
     for drop in draft.drops:
         if drop.lesson_id not in inputs_by_id:
-            errors.append(f"The proposal drops lesson #{drop.lesson_id}, which is not in the working memory being "
-                          "compacted.")
+            errors.append(
+                f"The proposal drops lesson #{drop.lesson_id}, which is not in the working memory being compacted."
+            )
             continue
         if drop.lesson_id in cited_count:
             errors.append(f"Lesson #{drop.lesson_id} is both listed as dropped and cited by a proposed line.")
@@ -209,19 +212,25 @@ def validate(draft, inputs, target):
             continue
         own_lines = [l for l in draft.lines if list(dict.fromkeys(l.source_ids)) == [lesson.id]]
         unchanged = [
-            l for l in own_lines
-            if l.text == lesson.text and tuple(l.refs) == lesson.refs
+            l
+            for l in own_lines
+            if l.text == lesson.text
+            and tuple(l.refs) == lesson.refs
             and (l.category == lesson.category or not lesson.category)
             and cited_count.get(lesson.id) == 1
         ]
         if unchanged:
             continue
         if lesson.id in cited_count:
-            errors.append(f"Lesson #{lesson.id} is {lesson.must_keep_reason}: it must be kept unchanged on a line "
-                          "of its own, but the proposal changes or merges it.")
+            errors.append(
+                f"Lesson #{lesson.id} is {lesson.must_keep_reason}: it must be kept unchanged on a line "
+                "of its own, but the proposal changes or merges it."
+            )
         else:
-            errors.append(f"Lesson #{lesson.id} is {lesson.must_keep_reason}: it must be kept unchanged, but the "
-                          "proposal leaves it out.")
+            errors.append(
+                f"Lesson #{lesson.id} is {lesson.must_keep_reason}: it must be kept unchanged, but the "
+                "proposal leaves it out."
+            )
 
     present_refs = {ref for line in draft.lines for ref in line.refs}
     for lesson in inputs:
@@ -229,8 +238,10 @@ def validate(draft, inputs, target):
             continue
         for ref in lesson.refs:
             if ref not in present_refs:
-                errors.append(f"Ref {ref} of lesson #{lesson.id} is in no proposed line, and lesson #{lesson.id} "
-                              "is not listed as dropped.")
+                errors.append(
+                    f"Ref {ref} of lesson #{lesson.id} is in no proposed line, and lesson #{lesson.id} "
+                    "is not listed as dropped."
+                )
 
     drops = []
     for lesson in inputs:

@@ -61,11 +61,11 @@ def _input_line(lesson):
 def build_prompts(memory, lessons, target):
     persona = memory.persona
     limit = max(target, sum(1 for l in lessons if l.is_must_keep))  # as draft.effective_target
-    system = SYSTEM_PROMPT.format(persona=persona.name, role=persona.role or "agent",
-                                  project=memory.project.name, target=limit)
-    prompt = (
-        f"Working memory to condense ({len(lessons)} lessons, at most {limit} lines wanted):\n\n"
-        + "\n".join(_input_line(lesson) for lesson in lessons)
+    system = SYSTEM_PROMPT.format(
+        persona=persona.name, role=persona.role or "agent", project=memory.project.name, target=limit
+    )
+    prompt = f"Working memory to condense ({len(lessons)} lessons, at most {limit} lines wanted):\n\n" + "\n".join(
+        _input_line(lesson) for lesson in lessons
     )
     return system, prompt
 

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-__all__ = ["CompactionProposal", "ProposalLine", "ProposalDrop"]
+__all__ = ["CompactionProposal", "ProposalDrop", "ProposalLine"]
 
 
 class CompactionProposal(models.Model):
@@ -35,7 +35,11 @@ class CompactionProposal(models.Model):
     # these changes; lessons appended later lie outside it. Empty on proposals made before fingerprints.
     input_fingerprints = models.JSONField(default=dict, blank=True)
     recomputed_from = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="recomputations",
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="recomputations",
         help_text="The stale proposal this one was recomputed from.",
     )
     target_lines = models.PositiveIntegerField()

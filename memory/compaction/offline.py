@@ -37,7 +37,8 @@ _TOKEN = re.compile(r"[\w./#:-]+")
 def _specifics(words):
     """Numbers, paths and identifiers: lessons that differ in these are about different things."""
     return frozenset(
-        tok.strip(".:-") for tok in _TOKEN.findall(words)
+        tok.strip(".:-")
+        for tok in _TOKEN.findall(words)
         if any(ch.isdigit() for ch in tok) or "/" in tok or "_" in tok or "." in tok.strip(".")
     )
 
@@ -73,12 +74,15 @@ def _refs(lesson):
 def _line_for_group(group):
     if len(group) == 1:
         (lesson,) = group
-        return DraftLine(category=lesson.category or DEFAULT_CATEGORY, text=lesson.text, refs=_refs(lesson),
-                         source_ids=[lesson.pk])
+        return DraftLine(
+            category=lesson.category or DEFAULT_CATEGORY, text=lesson.text, refs=_refs(lesson), source_ids=[lesson.pk]
+        )
     # The longest wording is usually the most specific one (ties: the tidiest, then the most recent
     # wording); refs of every copy are kept.
-    best = max(group, key=lambda l: (len(normalize_text(l.text)), l.text[:1].isupper(), "  " not in l.text,
-                                     l.lesson_date, l.pk))
+    best = max(
+        group,
+        key=lambda l: (len(normalize_text(l.text)), l.text[:1].isupper(), "  " not in l.text, l.lesson_date, l.pk),
+    )
     refs = list(dict.fromkeys(ref for lesson in group for ref in _refs(lesson)))
     category = best.category or next((l.category for l in group if l.category), DEFAULT_CATEGORY)
     return DraftLine(category=category, text=best.text, refs=refs, source_ids=sorted(l.pk for l in group))

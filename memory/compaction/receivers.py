@@ -22,8 +22,13 @@ def follow_reverted_compaction(sender, batch, revert_batch, **kwargs):
 
 def _pending_proposals(memory):
     qs = CompactionProposal.objects.filter(memory=memory, status=CompactionProposal.Status.PENDING).order_by("-id")
-    return [ReviewItem(f"Compaction proposal #{p.pk} ({p.get_trigger_display().lower()})",
-                       reverse("compaction-detail", args=[p.pk])) for p in qs[:20]]
+    return [
+        ReviewItem(
+            f"Compaction proposal #{p.pk} ({p.get_trigger_display().lower()})",
+            reverse("compaction-detail", args=[p.pk]),
+        )
+        for p in qs[:20]
+    ]
 
 
 def _waiting_proposals():
@@ -31,19 +36,31 @@ def _waiting_proposals():
 
     from memory.models import CompactionProposal
 
-    return CompactionProposal.objects.filter(status=CompactionProposal.Status.PENDING).annotate(waiting_since=F("created_at"))
+    return CompactionProposal.objects.filter(status=CompactionProposal.Status.PENDING).annotate(
+        waiting_since=F("created_at")
+    )
 
 
 def _describe_proposal(proposal):
     from memory.review_queue import ReviewItem
 
-    return ReviewItem(f"Compaction proposal #{proposal.pk} ({proposal.get_trigger_display().lower()})",
-                      reverse("compaction-detail", args=[proposal.pk]), "compaction")
+    return ReviewItem(
+        f"Compaction proposal #{proposal.pk} ({proposal.get_trigger_display().lower()})",
+        reverse("compaction-detail", args=[proposal.pk]),
+        "compaction",
+    )
 
 
-@register_review_source("compactions", singular="compaction", plural="compactions", order=20,
-                        list_url=lambda: reverse("compaction-list"), items=_pending_proposals,
-                        waiting=_waiting_proposals, describe=_describe_proposal)
+@register_review_source(
+    "compactions",
+    singular="compaction",
+    plural="compactions",
+    order=20,
+    list_url=lambda: reverse("compaction-list"),
+    items=_pending_proposals,
+    waiting=_waiting_proposals,
+    describe=_describe_proposal,
+)
 def pending_compactions_per_memory(memory_ids):
     qs = CompactionProposal.objects.filter(status=CompactionProposal.Status.PENDING)
     return count_per_memory(qs, memory_ids)

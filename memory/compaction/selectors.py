@@ -54,8 +54,12 @@ class WorkingBudget:
 def working_budget(memory, lessons=None):
     """WorkingBudget of `memory` now (or of `lessons`, active working lessons with refs prefetched)."""
     lessons = active_lessons(memory, Tier.WORKING) if lessons is None else lessons
-    return WorkingBudget(lessons=len(lessons), chars=len(render_working(with_refs(lessons))),
-                         max_lines=memory.max_working_lines, char_budget=memory.working_char_budget)
+    return WorkingBudget(
+        lessons=len(lessons),
+        chars=len(render_working(with_refs(lessons))),
+        max_lines=memory.max_working_lines,
+        char_budget=memory.working_char_budget,
+    )
 
 
 def appended_since(proposal):
@@ -149,8 +153,12 @@ def proposed_working_text(lines, inputs_by_id):
             continue
         dates = [inputs_by_id[i].lesson_date for i in line.source_ids if i in inputs_by_id]
         pseudo = SimpleNamespace(
-            unparsed=False, tier=Tier.WORKING, category=line.category, text=line.text,
-            lesson_date=max(dates) if dates else date.today(), section=section,
+            unparsed=False,
+            tier=Tier.WORKING,
+            category=line.category,
+            text=line.text,
+            lesson_date=max(dates) if dates else date.today(),
+            section=section,
         )
         items.append((pseudo, _refs_of(line)))
     return render_working(items)
@@ -203,8 +211,11 @@ def proposal_review(proposal):
             drop.coverage = coverage_tag(counts.get(drop.lesson_id, 0))
             drop.coverage_count = counts.get(drop.lesson_id, 0)
     line_views = [
-        LineView(line=line, sources=[inputs_by_id[i] for i in line.source_ids if i in inputs_by_id],
-                 missing_ids=[i for i in line.source_ids if i not in inputs_by_id])
+        LineView(
+            line=line,
+            sources=[inputs_by_id[i] for i in line.source_ids if i in inputs_by_id],
+            missing_ids=[i for i in line.source_ids if i not in inputs_by_id],
+        )
         for line in lines
     ]
     after_text = proposed_working_text(lines, inputs_by_id)
@@ -233,9 +244,12 @@ def proposals_for_list(*, user):
     """Proposals for triage: pending ones first, the longest waiting on top, then the others newest first."""
     pending = CompactionProposal.Status.PENDING
     return (
-        scope(CompactionProposal.objects.all(), user).select_related("memory__persona", "memory__project", "decided_by")
-        .annotate(waiting_rank=Case(When(status=pending, then=Value(0)), default=Value(1)),
-                  waiting_since=Case(When(status=pending, then=F("created_at"))))
+        scope(CompactionProposal.objects.all(), user)
+        .select_related("memory__persona", "memory__project", "decided_by")
+        .annotate(
+            waiting_rank=Case(When(status=pending, then=Value(0)), default=Value(1)),
+            waiting_since=Case(When(status=pending, then=F("created_at"))),
+        )
         .order_by("waiting_rank", "waiting_since", "-created_at", "-id")
     )
 
@@ -243,8 +257,12 @@ def proposals_for_list(*, user):
 def with_line_counts(proposals):
     """`proposals` (one page) each given `line_count`, counted by the database for these ids only."""
     proposals = list(proposals)
-    counts = dict(ProposalLine.objects.filter(proposal_id__in=[p.pk for p in proposals]).order_by()
-                  .values_list("proposal_id").annotate(n=Count("id")))
+    counts = dict(
+        ProposalLine.objects.filter(proposal_id__in=[p.pk for p in proposals])
+        .order_by()
+        .values_list("proposal_id")
+        .annotate(n=Count("id"))
+    )
     for proposal in proposals:
         proposal.line_count = counts.get(proposal.pk, 0)
     return proposals
@@ -258,10 +276,18 @@ def with_working_counts(memories):
     """`memories` (one page) each given `working_count` and `pending_count`: two grouped counts over their ids."""
     memories = list(memories)
     ids = [m.pk for m in memories]
-    working = dict(Lesson.objects.filter(memory_id__in=ids, status=LessonStatus.ACTIVE, tier=Tier.WORKING)
-                   .order_by().values_list("memory_id").annotate(n=Count("id")))
-    pending = dict(CompactionProposal.objects.filter(memory_id__in=ids, status=CompactionProposal.Status.PENDING)
-                   .order_by().values_list("memory_id").annotate(n=Count("id")))
+    working = dict(
+        Lesson.objects.filter(memory_id__in=ids, status=LessonStatus.ACTIVE, tier=Tier.WORKING)
+        .order_by()
+        .values_list("memory_id")
+        .annotate(n=Count("id"))
+    )
+    pending = dict(
+        CompactionProposal.objects.filter(memory_id__in=ids, status=CompactionProposal.Status.PENDING)
+        .order_by()
+        .values_list("memory_id")
+        .annotate(n=Count("id"))
+    )
     for memory in memories:
         memory.working_count = working.get(memory.pk, 0)
         memory.pending_count = pending.get(memory.pk, 0)

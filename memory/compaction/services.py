@@ -52,6 +52,7 @@ from memory.textcheck import check_text
 
 log = logging.getLogger(__name__)
 
+
 class CompactionError(Exception):
     """A compaction action that cannot go ahead; the message is for the person who asked."""
 
@@ -80,21 +81,34 @@ def over_limits_explanation(memory):
     detail = compaction_needed(memory, lessons)
     if not detail:
         return ""
-    why = [f"a compaction aims at {memory.compaction_target_lines} lines; it does not shorten lines to fit the "
-           f"{memory.working_char_budget}-character budget"]
+    why = [
+        f"a compaction aims at {memory.compaction_target_lines} lines; it does not shorten lines to fit the "
+        f"{memory.working_char_budget}-character budget"
+    ]
     must_keep = [lesson for lesson in lessons if lesson.is_must_keep]
     if must_keep:
         chars = len(render_working(with_refs(must_keep)))
-        why.append(f"{len(must_keep)} protected or critical lesson{'s' if len(must_keep) != 1 else ''} "
-                   f"({chars} characters) are never dropped")
-    applied = (CompactionProposal.objects.filter(memory=memory, status=CompactionProposal.Status.APPLIED)
-               .order_by("-id").first())
+        why.append(
+            f"{len(must_keep)} protected or critical lesson{'s' if len(must_keep) != 1 else ''} "
+            f"({chars} characters) are never dropped"
+        )
+    applied = (
+        CompactionProposal.objects.filter(memory=memory, status=CompactionProposal.Status.APPLIED)
+        .order_by("-id")
+        .first()
+    )
     if applied is not None:
-        since = (Lesson.objects.filter(pk__in=[lesson.pk for lesson in lessons])
-                 .exclude(pk__in=applied.input_lesson_ids).exclude(changes__batch_id=applied.apply_batch_id).count())
+        since = (
+            Lesson.objects.filter(pk__in=[lesson.pk for lesson in lessons])
+            .exclude(pk__in=applied.input_lesson_ids)
+            .exclude(changes__batch_id=applied.apply_batch_id)
+            .count()
+        )
         if since:
-            why.append(f"{since} lesson{'s were' if since != 1 else ' was'} written after the proposal was made "
-                       "and kept as they are")
+            why.append(
+                f"{since} lesson{'s were' if since != 1 else ' was'} written after the proposal was made "
+                "and kept as they are"
+            )
     return f"{detail}. Why: " + "; ".join(why) + "."
 
 
@@ -107,8 +121,11 @@ def _compute_draft(memory, lessons, engine):
         try:
             engine = get_engine(memory.persona, memory=memory)
         except EngineError as exc:
-            return Draft(errors=[f"The compaction engine is not available: {exc}"], engine_failed=True), \
-                engine_config(memory.persona).provider, ""
+            return (
+                Draft(errors=[f"The compaction engine is not available: {exc}"], engine_failed=True),
+                engine_config(memory.persona).provider,
+                "",
+            )
     try:
         draft, completion = compact_with_model(engine, memory, lessons, target)
     except EngineError as exc:
@@ -116,8 +133,9 @@ def _compute_draft(memory, lessons, engine):
     return draft, engine.provider, completion.model
 
 
-def compaction_propose(*, memory, actor, trigger=CompactionProposal.Trigger.MANUAL, trigger_detail="", engine=None,
-                       recomputed_from=None):
+def compaction_propose(
+    *, memory, actor, trigger=CompactionProposal.Trigger.MANUAL, trigger_detail="", engine=None, recomputed_from=None
+):
     """Compute, validate and store a proposal for `memory`. Memory itself is not touched.
 
     The model call happens outside any transaction; the lessons read first are the ones the proposal
@@ -133,16 +151,34 @@ def compaction_propose(*, memory, actor, trigger=CompactionProposal.Trigger.MANU
         raise CompactionError("Working memory is empty; there is nothing to compact.")
     draft, engine_name, model_name = _compute_draft(memory, lessons, engine)
     return compaction_store_draft(
-        memory=memory, lessons=lessons, draft=draft, base_version=base_version, actor=actor, engine=engine_name,
-        model_name=model_name, trigger=trigger, trigger_detail=trigger_detail,
+        memory=memory,
+        lessons=lessons,
+        draft=draft,
+        base_version=base_version,
+        actor=actor,
+        engine=engine_name,
+        model_name=model_name,
+        trigger=trigger,
+        trigger_detail=trigger_detail,
         target_lines=max(memory.compaction_target_lines, sum(1 for l in lessons if l.is_must_keep)),
         recomputed_from=recomputed_from,
     )
 
 
-def compaction_store_draft(*, memory, lessons, draft, base_version, actor, engine, model_name="",
-                           trigger=CompactionProposal.Trigger.MANUAL, trigger_detail="", target_lines,
-                           recomputed_from=None):
+def compaction_store_draft(
+    *,
+    memory,
+    lessons,
+    draft,
+    base_version,
+    actor,
+    engine,
+    model_name="",
+    trigger=CompactionProposal.Trigger.MANUAL,
+    trigger_detail="",
+    target_lines,
+    recomputed_from=None,
+):
     """Validate `draft` against the working lessons it covers and store it as a proposal (pending or invalid).
 
     The one way a compaction proposal is written, whoever computed the draft (the compactor here,
@@ -176,13 +212,22 @@ def compaction_store_draft(*, memory, lessons, draft, base_version, actor, engin
 
 def _store_draft(proposal, draft):
     ProposalLine.objects.bulk_create(
-        ProposalLine(proposal=proposal, position=i, category=l.category[:20], text=l.text, refs=l.refs,
-                     source_ids=l.source_ids, kind=l.kind or "rewritten", edited=l.edited)
+        ProposalLine(
+            proposal=proposal,
+            position=i,
+            category=l.category[:20],
+            text=l.text,
+            refs=l.refs,
+            source_ids=l.source_ids,
+            kind=l.kind or "rewritten",
+            edited=l.edited,
+        )
         for i, l in enumerate(draft.lines, start=1)
     )
     ProposalDrop.objects.bulk_create(
-        ProposalDrop(proposal=proposal, lesson_id=d.lesson_id, reason=d.reason[:500], had_refs=d.had_refs,
-                     listed=d.listed)
+        ProposalDrop(
+            proposal=proposal, lesson_id=d.lesson_id, reason=d.reason[:500], had_refs=d.had_refs, listed=d.listed
+        )
         for d in draft.drops
     )
 
@@ -198,8 +243,12 @@ def compaction_check(*, memory_id):
     if not detail:
         return None
     try:
-        return compaction_propose(memory=memory, actor=services.Actor.job("compaction check"),
-                                  trigger=CompactionProposal.Trigger.THRESHOLD, trigger_detail=detail)
+        return compaction_propose(
+            memory=memory,
+            actor=services.Actor.job("compaction check"),
+            trigger=CompactionProposal.Trigger.THRESHOLD,
+            trigger_detail=detail,
+        )
     except CompactionError as exc:
         log.info("compaction check for memory %s: %s", memory_id, exc)
         return None
@@ -209,23 +258,31 @@ def _draft_from_rows(proposal, lines=None, drops=None):
     lines = proposal.lines.order_by("position") if lines is None else lines
     drops = proposal.drops.all() if drops is None else drops
     return Draft(
-        lines=[DraftLine(category=l.category, text=l.text, refs=list(l.refs), source_ids=list(l.source_ids),
-                         edited=l.edited, origin=f"Line {l.position}") for l in lines],
+        lines=[
+            DraftLine(
+                category=l.category,
+                text=l.text,
+                refs=list(l.refs),
+                source_ids=list(l.source_ids),
+                edited=l.edited,
+                origin=f"Line {l.position}",
+            )
+            for l in lines
+        ],
         drops=[DraftDrop(lesson_id=d.lesson_id, reason=d.reason) for d in drops if d.listed],
     )
 
 
 def _input_rows(proposal):
-    return list(
-        Lesson.objects.filter(pk__in=proposal.input_lesson_ids).prefetch_related("refs").order_by("id")
-    )
+    return list(Lesson.objects.filter(pk__in=proposal.input_lesson_ids).prefetch_related("refs").order_by("id"))
 
 
 def _lock_pending(proposal):
     proposal = CompactionProposal.objects.select_for_update().get(pk=proposal.pk)
     if proposal.status != CompactionProposal.Status.PENDING:
-        raise CompactionError(f"This proposal is {proposal.get_status_display().lower()}; only a pending proposal "
-                              "can be changed.")
+        raise CompactionError(
+            f"This proposal is {proposal.get_status_display().lower()}; only a pending proposal can be changed."
+        )
     return proposal
 
 
@@ -291,8 +348,12 @@ def compaction_bulk_reject(*, proposal_ids, actor, reason):
         except CompactionError as exc:
             now = CompactionProposal.objects.select_related("decided_by").get(pk=pk)
             who = f" by {now.decided_by.get_username()}" if now.decided_by_id else ""
-            outcome["refused"].append({"id": pk, "message": f"Already {now.get_status_display().lower()}{who}."
-                                       if now.decided_at else str(exc)})
+            outcome["refused"].append(
+                {
+                    "id": pk,
+                    "message": f"Already {now.get_status_display().lower()}{who}." if now.decided_at else str(exc),
+                }
+            )
         else:
             outcome["rejected"].append(pk)
     return outcome
@@ -312,11 +373,14 @@ def compaction_apply(*, proposal, actor):
         # lock waits out appends and confirmations in flight (they hold it for their whole transaction).
         # NO KEY: a confirmation row inserted by such an append only key-shares its lesson.
         lessons = {
-            l.pk: l for l in Lesson.objects.select_for_update(no_key=True)
-            .filter(pk__in=proposal.input_lesson_ids).order_by("id")
+            l.pk: l
+            for l in Lesson.objects.select_for_update(no_key=True)
+            .filter(pk__in=proposal.input_lesson_ids)
+            .order_by("id")
             # to_attr: plain lists; a related manager per lesson costs more than the query.
-            .prefetch_related(Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"),
-                                       to_attr="ref_list"))
+            .prefetch_related(
+                Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"), to_attr="ref_list")
+            )
         }
         memory = Memory.objects.select_for_update().get(pk=proposal.memory_id)
         changes = covered_changes(proposal, memory, lessons)
@@ -342,7 +406,9 @@ def _apply_locked(proposal, memory, lessons, actor):
 
     now = timezone.now()
     batch = services.batch_create(
-        memory=memory, kind=ChangeBatch.Kind.COMPACTION, actor=actor,
+        memory=memory,
+        kind=ChangeBatch.Kind.COMPACTION,
+        actor=actor,
         label=f"Compaction proposal #{proposal.pk}: {len(lessons)} → {len(rows)} lessons",
         reason=f"Applied compaction proposal #{proposal.pk} ({proposal.engine}).",
     )
@@ -354,12 +420,24 @@ def _apply_locked(proposal, memory, lessons, actor):
         if row.kind == KEPT:
             continue
         sources = [lessons[i] for i in dict.fromkeys(row.source_ids)]
-        created.append((services.NewLesson(
-            batch_id=batch.pk, memory_id=memory.pk, tier=Tier.WORKING, category=row.category, text=row.text.strip(),
-            lesson_date=max(s.lesson_date for s in sources), section=section,
-            refs=services.clean_refs(row.refs), relevance=Relevance.highest(s.relevance for s in sources),
-            protected=any(s.protected for s in sources), derived_from=[s.pk for s in sources],
-        ), sources))
+        created.append(
+            (
+                services.NewLesson(
+                    batch_id=batch.pk,
+                    memory_id=memory.pk,
+                    tier=Tier.WORKING,
+                    category=row.category,
+                    text=row.text.strip(),
+                    lesson_date=max(s.lesson_date for s in sources),
+                    section=section,
+                    refs=services.clean_refs(row.refs),
+                    relevance=Relevance.highest(s.relevance for s in sources),
+                    protected=any(s.protected for s in sources),
+                    derived_from=[s.pk for s in sources],
+                ),
+                sources,
+            )
+        )
     # Set-based writes: a 150-lesson apply is a handful of statements, not a few per lesson.
     new_ids = services.lessons_bulk_create([new for new, _ in created], now=now)
     replaced_by = {}
@@ -367,16 +445,26 @@ def _apply_locked(proposal, memory, lessons, actor):
         for source in sources:
             replaced_by.setdefault(source.pk, new_id)
     # Lessons leave working memory as history records them (never a hard delete), in the one batch.
-    services.lessons_bulk_retire(batch=batch, now=now, retired=[
-        (lessons[lesson_id], lessons[lesson_id].ref_list, successor_id)
-        for lesson_id, successor_id in [*replaced_by.items(), *((d.lesson_id, None) for d in drops)]
-    ])
+    services.lessons_bulk_retire(
+        batch=batch,
+        now=now,
+        retired=[
+            (lessons[lesson_id], lessons[lesson_id].ref_list, successor_id)
+            for lesson_id, successor_id in [*replaced_by.items(), *((d.lesson_id, None) for d in drops)]
+        ],
+    )
     # A confirmation (the same text seen again) counts for the lesson that now holds that text.
-    LessonConfirmation.objects.bulk_create([
-        LessonConfirmation(lesson_id=replaced_by[c.lesson_id], confirmed_on=c.confirmed_on,
-                           interaction_id=c.interaction_id, created_at=c.created_at)
-        for c in LessonConfirmation.objects.filter(lesson_id__in=replaced_by).order_by("id")
-    ])
+    LessonConfirmation.objects.bulk_create(
+        [
+            LessonConfirmation(
+                lesson_id=replaced_by[c.lesson_id],
+                confirmed_on=c.confirmed_on,
+                interaction_id=c.interaction_id,
+                created_at=c.created_at,
+            )
+            for c in LessonConfirmation.objects.filter(lesson_id__in=replaced_by).order_by("id")
+        ]
+    )
 
     memory.last_compacted_at = now
     memory.save(update_fields=["last_compacted_at"])
@@ -396,8 +484,9 @@ def compaction_mark_stale(*, proposal):
     if proposal.status == CompactionProposal.Status.STALE:
         return proposal
     if proposal.status != CompactionProposal.Status.PENDING:
-        raise CompactionError(f"This proposal is {proposal.get_status_display().lower()}; only a stale proposal "
-                              "is recomputed.")
+        raise CompactionError(
+            f"This proposal is {proposal.get_status_display().lower()}; only a stale proposal is recomputed."
+        )
     changes = covered_changes(proposal, Memory.objects.get(pk=proposal.memory_id))
     if not changes:
         raise CompactionError("Nothing this proposal covers has changed; it can still be applied as it is.")
@@ -414,8 +503,9 @@ def compaction_revert(*, proposal, actor, reason=""):
     proposal = CompactionProposal.objects.select_for_update().get(pk=proposal.pk)
     if proposal.status != CompactionProposal.Status.APPLIED or proposal.apply_batch is None:
         raise CompactionError("Only an applied compaction can be reverted.")
-    return services.batch_revert(batch=proposal.apply_batch, actor=actor,
-                                 reason=reason or f"Revert of compaction proposal #{proposal.pk}")
+    return services.batch_revert(
+        batch=proposal.apply_batch, actor=actor, reason=reason or f"Revert of compaction proposal #{proposal.pk}"
+    )
 
 
 def compaction_propose_requested(*, memory_id, user_id, recomputed_from_id=None):
@@ -425,7 +515,9 @@ def compaction_propose_requested(*, memory_id, user_id, recomputed_from_id=None)
     old = CompactionProposal.objects.filter(pk=recomputed_from_id).first() if recomputed_from_id else None
     try:
         return compaction_propose(
-            memory=Memory.objects.get(pk=memory_id), actor=services.Actor.for_user(user), recomputed_from=old,
+            memory=Memory.objects.get(pk=memory_id),
+            actor=services.Actor.for_user(user),
+            recomputed_from=old,
             trigger_detail=f"Recomputed from proposal #{old.pk}, which went stale" if old else "",
         ).pk
     except CompactionError:
@@ -454,20 +546,24 @@ def compaction_follow_revert(*, batch, revert_batch):
     proposal = CompactionProposal.objects.filter(apply_batch=original).first() if original else None
     if proposal is None or proposal.status != CompactionProposal.Status.REVERTED:
         return
-    created = Lesson.objects.filter(
-        pk__in=original.changes.filter(action=Change.Action.CREATE).values("lesson_id")
-    ).prefetch_related("derived_from").order_by("id")
+    created = (
+        Lesson.objects.filter(pk__in=original.changes.filter(action=Change.Action.CREATE).values("lesson_id"))
+        .prefetch_related("derived_from")
+        .order_by("id")
+    )
     for new in created:
         services.lessons_point_at_successor(lesson=new)
     CompactionProposal.objects.filter(pk=proposal.pk).update(
-        status=CompactionProposal.Status.APPLIED, apply_batch=revert_batch,
+        status=CompactionProposal.Status.APPLIED,
+        apply_batch=revert_batch,
         reason=f"Applied again by {revert_batch.actor_display} ({revert_batch}, undoing {batch}).",
     )
     _refresh_last_compacted(proposal.memory_id)
 
 
 def _refresh_last_compacted(memory_id):
-    """"Compacted <date>" is the latest compaction still in force: a revert takes its date back."""
-    latest = CompactionProposal.objects.filter(memory_id=memory_id, status=CompactionProposal.Status.APPLIED) \
-        .aggregate(at=Max("apply_batch__created_at"))["at"]
+    """ "Compacted <date>" is the latest compaction still in force: a revert takes its date back."""
+    latest = CompactionProposal.objects.filter(memory_id=memory_id, status=CompactionProposal.Status.APPLIED).aggregate(
+        at=Max("apply_batch__created_at")
+    )["at"]
     Memory.objects.filter(pk=memory_id).update(last_compacted_at=latest)

@@ -23,8 +23,7 @@ LEGACY_STALE = "working memory changed since this proposal (it predates per-less
 
 def lesson_fingerprint(lesson):
     """A digest of everything history records about a lesson (refs prefetched, or read into `ref_list`)."""
-    data = json.dumps(lesson_snapshot(lesson, getattr(lesson, "ref_list", None)), sort_keys=True,
-                      ensure_ascii=False)
+    data = json.dumps(lesson_snapshot(lesson, getattr(lesson, "ref_list", None)), sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(data.encode("utf-8")).hexdigest()[:32]
 
 
@@ -60,14 +59,20 @@ def _describe(change):
     """How a Change altered a lesson, from its before/after snapshots."""
     before, after = change.before or {}, change.after or {}
     if before.get("status") != after.get("status"):
-        verbs = {"deleted": "was deleted", "promoted": "was promoted to core", "superseded": "was superseded",
-                 "active": "was restored"}
+        verbs = {
+            "deleted": "was deleted",
+            "promoted": "was promoted to core",
+            "superseded": "was superseded",
+            "active": "was restored",
+        }
         return verbs.get(after.get("status"), f"became {after.get('status')}")
     if before.get("protected") != after.get("protected"):
         return "was protected" if after.get("protected") else "was unprotected"
     if before.get("text") != after.get("text"):
         return f"was edited: {_quote(before.get('text', ''))} → {_quote(after.get('text', ''))}"
-    changed = [key for key in ("category", "refs", "relevance", "lesson_date", "tier") if before.get(key) != after.get(key)]
+    changed = [
+        key for key in ("category", "refs", "relevance", "lesson_date", "tier") if before.get(key) != after.get(key)
+    ]
     details = ", ".join(f"{key.replace('_', ' ')} {before.get(key)} → {after.get(key)}" for key in changed)
     return f"was edited ({details})" if details else f"was {change.get_action_display().lower()}"
 
@@ -75,8 +80,9 @@ def _describe(change):
 def _covered_lessons(proposal):
     return {
         lesson.pk: lesson
-        for lesson in Lesson.objects.filter(pk__in=proposal.input_lesson_ids)
-        .prefetch_related(Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id")))
+        for lesson in Lesson.objects.filter(pk__in=proposal.input_lesson_ids).prefetch_related(
+            Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"))
+        )
     }
 
 
@@ -91,15 +97,15 @@ def covered_changes(proposal, memory, lessons=None):
         return [] if memory.version == proposal.base_version else [CoveredChange(None, LEGACY_STALE)]
     lessons = _covered_lessons(proposal) if lessons is None else lessons
     changed = [
-        lesson_id for lesson_id in proposal.input_lesson_ids
+        lesson_id
+        for lesson_id in proposal.input_lesson_ids
         if lesson_id not in lessons
         or lesson_fingerprint(lessons[lesson_id]) != proposal.input_fingerprints.get(str(lesson_id))
     ]
     found = []
     if changed:
         latest = {}
-        for change in (Change.objects.filter(lesson_id__in=changed).select_related("batch__actor_user")
-                       .order_by("-id")):
+        for change in Change.objects.filter(lesson_id__in=changed).select_related("batch__actor_user").order_by("-id"):
             latest.setdefault(change.lesson_id, change)
         for lesson_id in changed:
             change = latest.get(lesson_id)
@@ -108,22 +114,30 @@ def covered_changes(proposal, memory, lessons=None):
             elif change is None:
                 found.append(CoveredChange(lesson_id, "changed outside the history"))
             else:
-                found.append(CoveredChange(lesson_id, _describe(change), change.batch.actor_display,
-                                           change.created_at))
+                found.append(CoveredChange(lesson_id, _describe(change), change.batch.actor_display, change.created_at))
     seen_again = (
-        LessonConfirmation.objects.filter(lesson_id__in=ProposalDrop.objects.filter(proposal=proposal)
-                                          .values("lesson_id"), created_at__gt=proposal.created_at)
-        .select_related("interaction").order_by("id")
+        LessonConfirmation.objects.filter(
+            lesson_id__in=ProposalDrop.objects.filter(proposal=proposal).values("lesson_id"),
+            created_at__gt=proposal.created_at,
+        )
+        .select_related("interaction")
+        .order_by("id")
     )
     reported = {c.lesson_id for c in found}
     for confirmation in seen_again:
         if confirmation.lesson_id in reported:
             continue
         reported.add(confirmation.lesson_id)
-        who = (f"the reflection of interaction #{confirmation.interaction_id}" if confirmation.interaction_id
-               else "an agent")
-        found.append(CoveredChange(confirmation.lesson_id, "was seen again although the proposal drops it",
-                                   who, confirmation.created_at))
+        who = (
+            f"the reflection of interaction #{confirmation.interaction_id}"
+            if confirmation.interaction_id
+            else "an agent"
+        )
+        found.append(
+            CoveredChange(
+                confirmation.lesson_id, "was seen again although the proposal drops it", who, confirmation.created_at
+            )
+        )
     return found
 
 

@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from memory.access import APPROVE, can, ensure_visible, get_for_user_or_404, memory_for_user_or_404, scope
 from memory.compaction import selectors
 from memory.compaction.services import (
     CompactionError,
@@ -28,7 +29,6 @@ from memory.compaction.tasks import compaction_propose_task
 from memory.formats.lines import render_working
 from memory.listing import ListFilters, page_of
 from memory.models import ALL_CATEGORIES, CompactionProposal, Memory, ProposalLine
-from memory.access import APPROVE, can, ensure_visible, get_for_user_or_404, memory_for_user_or_404, scope
 from memory.roles import approver_required, viewer_required
 from memory.selectors import with_refs
 from memory.services import Actor, RevertError
@@ -53,8 +53,12 @@ MEMORIES_PER_PAGE = 20
 def compaction_list(request):
     filters = ListFilters.from_request(request, kinds=CompactionProposal.Status.choices, kind_param="status")
     proposals = page_of(request, filters.apply(selectors.proposals_for_list(user=request.user)), PROPOSALS_PER_PAGE)
-    memories = page_of(request, filters.apply(selectors.memories_for_list(user=request.user), memory="", created=None, kind_field=None),
-                       MEMORIES_PER_PAGE, param="mpage")
+    memories = page_of(
+        request,
+        filters.apply(selectors.memories_for_list(user=request.user), memory="", created=None, kind_field=None),
+        MEMORIES_PER_PAGE,
+        param="mpage",
+    )
     context = {
         "filters": filters,
         "choices": filters.choices(),
@@ -80,18 +84,25 @@ def compaction_bulk_reject_view(request):
         if any(i is None for i in ids):
             raise ValidationError("the selection holds something that is not a proposal number.")
         # Proposals of memories this person may not decide answer as if they did not exist.
-        decidable = set(scope(CompactionProposal.objects.filter(pk__in=ids), request.user, APPROVE)
-                        .values_list("pk", flat=True))
-        outcome = compaction_bulk_reject(proposal_ids=[i for i in ids if i in decidable],
-                                         actor=Actor.for_user(request.user), reason=request.POST.get("reason", ""))
-        outcome["refused"].extend({"id": i, "message": "there is no such proposal."}
-                                  for i in ids if i not in decidable)
+        decidable = set(
+            scope(CompactionProposal.objects.filter(pk__in=ids), request.user, APPROVE).values_list("pk", flat=True)
+        )
+        outcome = compaction_bulk_reject(
+            proposal_ids=[i for i in ids if i in decidable],
+            actor=Actor.for_user(request.user),
+            reason=request.POST.get("reason", ""),
+        )
+        outcome["refused"].extend({"id": i, "message": "there is no such proposal."} for i in ids if i not in decidable)
     except ValidationError as exc:
         messages.error(request, "Nothing was rejected: " + " ".join(exc.messages))
     else:
         if outcome["rejected"]:
-            messages.success(request, f"Rejected {len(outcome['rejected'])} of {len(ids)}: "
-                             + ", ".join(f"#{pk}" for pk in outcome["rejected"]) + ". Working memory is unchanged.")
+            messages.success(
+                request,
+                f"Rejected {len(outcome['rejected'])} of {len(ids)}: "
+                + ", ".join(f"#{pk}" for pk in outcome["rejected"])
+                + ". Working memory is unchanged.",
+            )
         for item in outcome["refused"]:
             messages.warning(request, f"#{item['id']} not rejected: {item['message']}")
     return redirect("compaction-list")
@@ -113,8 +124,9 @@ def _review_context(request, pk, **extra):
         # While it waits: what agents appended meanwhile (kept as is) and what would make it stale.
         "appended": selectors.appended_since(proposal) if pending else [],
         "stale_changes": covered_changes(proposal, proposal.memory, review.inputs_by_id) if pending else [],
-        "recomputations": (list(proposal.recomputations.order_by("id"))
-                           if proposal.status == CompactionProposal.Status.STALE else []),
+        "recomputations": (
+            list(proposal.recomputations.order_by("id")) if proposal.status == CompactionProposal.Status.STALE else []
+        ),
         "can_approve": can(request.user, APPROVE, proposal.memory),
         "categories": ALL_CATEGORIES,
         **extra,
@@ -128,8 +140,14 @@ def compaction_detail(request, pk):
 
 @approver_required
 def compaction_line_edit(request, pk, line_pk):
-    line = get_for_user_or_404(request.user, ProposalLine.objects.select_related("proposal"), pk=line_pk,
-                               proposal_id=pk, action=APPROVE, via="proposal__memory__project__team")
+    line = get_for_user_or_404(
+        request.user,
+        ProposalLine.objects.select_related("proposal"),
+        pk=line_pk,
+        proposal_id=pk,
+        action=APPROVE,
+        via="proposal__memory__project__team",
+    )
     form = {"category": line.category, "text": line.text, "refs": ", ".join(line.refs)}
     errors = []
     if request.method == "POST":
@@ -147,8 +165,13 @@ def compaction_line_edit(request, pk, line_pk):
                 return HttpResponseClientRedirect(_detail_url(pk))
             return redirect(_detail_url(pk) + f"#line-{line.position}")
     if request.htmx:
-        context = {"line": line, "form": form, "errors": errors, "proposal": line.proposal,
-                   "categories": ALL_CATEGORIES}
+        context = {
+            "line": line,
+            "form": form,
+            "errors": errors,
+            "proposal": line.proposal,
+            "categories": ALL_CATEGORIES,
+        }
         return TemplateResponse(request, "memory/compaction/detail.html#line-edit", context)
     context = _review_context(request, pk, editing_line_id=line.pk, form=form, errors=errors)
     return TemplateResponse(request, "memory/compaction/detail.html", context)
@@ -166,8 +189,13 @@ def compaction_apply_view(request, pk):
         return f"Compaction applied as {batch}. It can be reverted from this page."
 
     return decide(
-        request, lambda: compaction_apply(proposal=proposal, actor=Actor.for_user(request.user)),
-        refused=CompactionError, prefix="Not applied: ", then=_detail_url(pk), done=applied)
+        request,
+        lambda: compaction_apply(proposal=proposal, actor=Actor.for_user(request.user)),
+        refused=CompactionError,
+        prefix="Not applied: ",
+        then=_detail_url(pk),
+        done=applied,
+    )
 
 
 @require_POST
@@ -195,10 +223,14 @@ def compaction_recompute_view(request, pk):
 def compaction_reject_view(request, pk):
     proposal = get_for_user_or_404(request.user, CompactionProposal.objects.all(), pk=pk, action=APPROVE)
     return decide(
-        request, lambda: compaction_reject(proposal=proposal, actor=Actor.for_user(request.user),
-                                           reason=request.POST.get("reason", "")),
-        refused=(ValidationError, CompactionError), then=_detail_url(pk),
-        done="Proposal rejected; working memory is unchanged.")
+        request,
+        lambda: compaction_reject(
+            proposal=proposal, actor=Actor.for_user(request.user), reason=request.POST.get("reason", "")
+        ),
+        refused=(ValidationError, CompactionError),
+        then=_detail_url(pk),
+        done="Proposal rejected; working memory is unchanged.",
+    )
 
 
 @require_POST
@@ -206,17 +238,23 @@ def compaction_reject_view(request, pk):
 def compaction_revert_view(request, pk):
     proposal = get_for_user_or_404(request.user, CompactionProposal.objects.all(), pk=pk, action=APPROVE)
     return decide(
-        request, lambda: compaction_revert(proposal=proposal, actor=Actor.for_user(request.user),
-                                           reason=request.POST.get("reason", "")),
-        refused=(CompactionError, RevertError, ValidationError), prefix="Not reverted: ", then=_detail_url(pk),
-        done="Compaction reverted: working memory is as it was before.")
+        request,
+        lambda: compaction_revert(
+            proposal=proposal, actor=Actor.for_user(request.user), reason=request.POST.get("reason", "")
+        ),
+        refused=(CompactionError, RevertError, ValidationError),
+        prefix="Not reverted: ",
+        then=_detail_url(pk),
+        done="Compaction reverted: working memory is as it was before.",
+    )
 
 
 def _usage(memory):
     lessons = working_lessons(memory)
     chars = len(render_working(with_refs(lessons)))
-    return (f"{len(lessons)} of {memory.max_working_lines} lessons, "
-            f"{chars:,} of {memory.working_char_budget:,} characters")
+    return (
+        f"{len(lessons)} of {memory.max_working_lines} lessons, {chars:,} of {memory.working_char_budget:,} characters"
+    )
 
 
 @require_POST
@@ -231,8 +269,11 @@ def compaction_propose_view(request, memory_pk):
         messages.error(request, "Working memory is empty; there is nothing to compact.")
         return _redirect(request, reverse("compaction-list"))
     if not compaction_needed(memory):
-        messages.info(request, f"Nothing to compact: {memory}'s working memory is within its limits "
-                               f"({_usage(memory)}). No proposal was made.")
+        messages.info(
+            request,
+            f"Nothing to compact: {memory}'s working memory is within its limits "
+            f"({_usage(memory)}). No proposal was made.",
+        )
         return _redirect(request, reverse("compaction-list"))
     user_id = request.user.pk
     transaction.on_commit(lambda: compaction_propose_task.delay(memory.pk, user_id))

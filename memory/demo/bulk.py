@@ -22,7 +22,10 @@ FINDINGS = [
     ("OBSERVATION", "{name}: the error path returns a bare string; wrap it in `AppError` so the handler sets 4xx."),
     ("OBSERVATION", "{name}: log line at debug level includes the full payload; trim to ids."),
     ("OBSERVATION", "{name}: response schema is missing `updatedAt`, so clients never see it."),
-    ("OBSERVATION", "{name}: an `await` inside the loop makes requests sequential; `Promise.all` with a limit is fine here."),
+    (
+        "OBSERVATION",
+        "{name}: an `await` inside the loop makes requests sequential; `Promise.all` with a limit is fine here.",
+    ),
     ("OBSERVATION", "{name}: the transaction is opened before validation; validate first to keep it short."),
     ("OBSERVATION", "{name}: imports a helper from another service's internals instead of its index."),
     ("HYPOTHESIS", "{name}: p95 latency jump after the last deploy likely comes from the extra Redis round trip."),

@@ -54,17 +54,41 @@ def _specs_for(persona_name, slug, today):
     for who, where, items in data.REPEATED_THEMES:
         if (who, where) == (persona_name, slug):
             for days_ago, text, refs in items:
-                working.append({"tier": Tier.WORKING, "category": "OBSERVATION", "text": text, "refs": refs,
-                                "relevance": "medium", "day": today - timedelta(days=days_ago)})
+                working.append(
+                    {
+                        "tier": Tier.WORKING,
+                        "category": "OBSERVATION",
+                        "text": text,
+                        "refs": refs,
+                        "relevance": "medium",
+                        "day": today - timedelta(days=days_ago),
+                    }
+                )
     for group in (data.TRICKY, data.MARKDOWN):
         for who, where, text, refs in group:
             if (who, where) == (persona_name, slug):
-                working.append({"tier": Tier.WORKING, "category": "OBSERVATION", "text": text, "refs": refs,
-                                "relevance": "medium", "day": today - timedelta(days=rng.randint(1, 60))})
+                working.append(
+                    {
+                        "tier": Tier.WORKING,
+                        "category": "OBSERVATION",
+                        "text": text,
+                        "refs": refs,
+                        "relevance": "medium",
+                        "day": today - timedelta(days=rng.randint(1, 60)),
+                    }
+                )
     if (persona_name, slug) == OVERGROWN:
         for category, text, ref, relevance in bulk_working_lessons(OVERGROWN_EXTRA):
-            working.append({"tier": Tier.WORKING, "category": category, "text": text, "refs": [ref],
-                            "relevance": relevance, "day": today - timedelta(days=rng.randint(0, HISTORY_DAYS - 2))})
+            working.append(
+                {
+                    "tier": Tier.WORKING,
+                    "category": category,
+                    "text": text,
+                    "refs": [ref],
+                    "relevance": relevance,
+                    "day": today - timedelta(days=rng.randint(0, HISTORY_DAYS - 2)),
+                }
+            )
     core.sort(key=lambda s: s["day"])
     working.sort(key=lambda s: s["day"])
     # The first core lesson and every critical one are protected, as a team lead would have done.
@@ -80,43 +104,76 @@ def seed_memory(memory, today):
     """Fill one empty memory. Returns the number of lessons created."""
     persona_name, slug = memory.persona.name, memory.project.slug
     core, working = _specs_for(persona_name, slug, today)
-    batch = services.batch_create(memory=memory, kind=ChangeBatch.Kind.IMPORT, actor=ACTOR, label="Demo data",
-                                  reason="seed_demo")
+    batch = services.batch_create(
+        memory=memory, kind=ChangeBatch.Kind.IMPORT, actor=ACTOR, label="Demo data", reason="seed_demo"
+    )
     created = []
     section, last_day = 0, None
     for spec in core + working:
         if spec["tier"] == Tier.CORE or spec["day"] != last_day:
             section += 1
             last_day = spec["day"] if spec["tier"] == Tier.WORKING else None
-        created.append(services.lesson_create(
-            memory=memory, tier=spec["tier"], category=spec["category"], text=spec["text"], refs=spec["refs"],
-            relevance=spec["relevance"], protected=spec["protected"], lesson_date=spec["day"], section=section,
-            batch=batch, actor=ACTOR, bump=False,
-        ))
+        created.append(
+            services.lesson_create(
+                memory=memory,
+                tier=spec["tier"],
+                category=spec["category"],
+                text=spec["text"],
+                refs=spec["refs"],
+                relevance=spec["relevance"],
+                protected=spec["protected"],
+                lesson_date=spec["day"],
+                section=section,
+                batch=batch,
+                actor=ACTOR,
+                bump=False,
+            )
+        )
     n = len(created)
 
     who, where, text, refs, days = data.CONFIRMED
     if (who, where) == (persona_name, slug):
         lesson = services.lesson_create(
-            memory=memory, category="OBSERVATION", text=text, refs=refs, lesson_date=today - timedelta(days=days[0]),
-            section=section + 1, batch=batch, actor=ACTOR, bump=False,
+            memory=memory,
+            category="OBSERVATION",
+            text=text,
+            refs=refs,
+            lesson_date=today - timedelta(days=days[0]),
+            section=section + 1,
+            batch=batch,
+            actor=ACTOR,
+            bump=False,
         )
         for d in days[1:]:
             services.lesson_confirm(lesson=lesson, confirmed_on=today - timedelta(days=d))
         n += 1
 
-    cleanup = services.batch_create(memory=memory, kind=ChangeBatch.Kind.MANUAL, actor=ACTOR,
-                                    label="Demo: curation", reason="outdated or replaced lessons")
+    cleanup = services.batch_create(
+        memory=memory,
+        kind=ChangeBatch.Kind.MANUAL,
+        actor=ACTOR,
+        label="Demo: curation",
+        reason="outdated or replaced lessons",
+    )
     for who, where, old_start, new_text, new_refs in data.SUPERSEDED:
         if (who, where) != (persona_name, slug):
             continue
         old = next(lesson for lesson in created if lesson.text.startswith(old_start))
         replacement = services.lesson_create(
-            memory=memory, category="OBSERVATION", text=new_text, refs=new_refs, relevance=old.relevance,
-            lesson_date=today - timedelta(days=1), section=section + 2, batch=cleanup, actor=ACTOR, bump=False,
+            memory=memory,
+            category="OBSERVATION",
+            text=new_text,
+            refs=new_refs,
+            relevance=old.relevance,
+            lesson_date=today - timedelta(days=1),
+            section=section + 2,
+            batch=cleanup,
+            actor=ACTOR,
+            bump=False,
         )
-        services.lesson_supersede(lesson=old, superseded_by=replacement, actor=ACTOR, batch=cleanup,
-                                  reason="replaced by a later lesson")
+        services.lesson_supersede(
+            lesson=old, superseded_by=replacement, actor=ACTOR, batch=cleanup, reason="replaced by a later lesson"
+        )
         n += 1
     # A couple of low-value working notes were deleted by hand; they stay restorable.
     deletable = [l for l in created if l.tier == Tier.WORKING and not l.protected and l.relevance == "low"]

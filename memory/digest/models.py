@@ -10,8 +10,9 @@ class DigestPreference(models.Model):
     """Whether an approver gets the daily email of what waits for review, and when the last one went.
     No row means the default: the digest is on."""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True,
-                                related_name="digest_preference")
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="digest_preference"
+    )
     daily_digest = models.BooleanField(default=True, help_text="Email me each day what waits for my review.")
     last_sent_at = models.DateTimeField(null=True, blank=True)
 

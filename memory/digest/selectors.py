@@ -12,11 +12,20 @@ def digest_recipients():
     """Active approvers (site-wide or of a team) with an email address who have not opted out, in name order."""
     app_label, codename = "memory", "approve_memory"
     perm = Permission.objects.filter(content_type__app_label=app_label, codename=codename)
-    return (get_user_model().objects.filter(is_active=True).exclude(email="")
-            .filter(Q(is_superuser=True) | Q(groups__permissions__in=perm) | Q(user_permissions__in=perm)
-                    | Q(memberships__role="approver"))
-            .exclude(digest_preference__daily_digest=False)
-            .distinct().order_by("username"))
+    return (
+        get_user_model()
+        .objects.filter(is_active=True)
+        .exclude(email="")
+        .filter(
+            Q(is_superuser=True)
+            | Q(groups__permissions__in=perm)
+            | Q(user_permissions__in=perm)
+            | Q(memberships__role="approver")
+        )
+        .exclude(digest_preference__daily_digest=False)
+        .distinct()
+        .order_by("username")
+    )
 
 
 def digest_items_for(user):

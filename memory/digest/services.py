@@ -32,15 +32,32 @@ def digest_message(*, user, items, now):
     """The digest email of one approver (None when nothing waits for them)."""
     if not items:
         return None
-    rows = [{"item": item, "url": settings.SITE_URL + item.url, "waited": timesince(item.since, now, depth=1).replace("\xa0", " "),
-             "overdue": is_overdue(item.since, now=now)} for item in items]
+    rows = [
+        {
+            "item": item,
+            "url": settings.SITE_URL + item.url,
+            "waited": timesince(item.since, now, depth=1).replace("\xa0", " "),
+            "overdue": is_overdue(item.since, now=now),
+        }
+        for item in items
+    ]
     overdue = sum(1 for row in rows if row["overdue"])
-    context = {"user": user, "rows": rows, "count": len(rows), "oldest": rows[0]["waited"], "overdue": overdue,
-               "overdue_days": settings.REVIEW_OVERDUE_DAYS, "account_url": settings.SITE_URL + reverse("account")}
-    subject = (f"Night Watch Memory: {len(rows)} item{'s' if len(rows) != 1 else ''} "
-               f"wait{'' if len(rows) != 1 else 's'} for your review (oldest: {rows[0]['waited']})")
-    message = EmailMultiAlternatives(subject, render_to_string("memory/digest/email.txt", context),
-                                     settings.DEFAULT_FROM_EMAIL, [user.email])
+    context = {
+        "user": user,
+        "rows": rows,
+        "count": len(rows),
+        "oldest": rows[0]["waited"],
+        "overdue": overdue,
+        "overdue_days": settings.REVIEW_OVERDUE_DAYS,
+        "account_url": settings.SITE_URL + reverse("account"),
+    }
+    subject = (
+        f"Night Watch Memory: {len(rows)} item{'s' if len(rows) != 1 else ''} "
+        f"wait{'' if len(rows) != 1 else 's'} for your review (oldest: {rows[0]['waited']})"
+    )
+    message = EmailMultiAlternatives(
+        subject, render_to_string("memory/digest/email.txt", context), settings.DEFAULT_FROM_EMAIL, [user.email]
+    )
     message.attach_alternative(render_to_string("memory/digest/email.html", context), "text/html")
     return message
 

@@ -22,11 +22,18 @@ def account(request):
         form = DigestForm(request.POST)
         if form.is_valid():
             digest_preference_set(user=user, daily_digest=form.cleaned_data["daily_digest"])
-            messages.success(request, "Daily digest turned on." if form.cleaned_data["daily_digest"]
-                             else "Daily digest turned off: no more review emails.")
+            messages.success(
+                request,
+                "Daily digest turned on."
+                if form.cleaned_data["daily_digest"]
+                else "Daily digest turned off: no more review emails.",
+            )
             return redirect("account")
     else:
         form = DigestForm(initial={"daily_digest": digest_enabled(user)})
-    context = {"form": form, "is_approver": user.has_perm(APPROVE),
-               "roles": sorted(user.groups.values_list("name", flat=True))}
+    context = {
+        "form": form,
+        "is_approver": user.has_perm(APPROVE),
+        "roles": sorted(user.groups.values_list("name", flat=True)),
+    }
     return TemplateResponse(request, "memory/digest/account.html", context)

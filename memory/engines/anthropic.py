@@ -64,10 +64,12 @@ class AnthropicEngine(SDKEngine):
         # The assistant turn goes back verbatim (thinking blocks included), then one user turn
         # answering every tool_use it contained.
         conversation.append({"role": "assistant", "content": turn.echo})
-        conversation.append({
-            "role": "user",
-            "content": [
-                {"type": "tool_result", "tool_use_id": r.call_id, "content": r.content, "is_error": r.is_error}
-                for r in results
-            ],
-        })
+        conversation.append(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": r.call_id, "content": r.content, "is_error": r.is_error}
+                    for r in results
+                ],
+            }
+        )

@@ -15,8 +15,9 @@ demos: plays back given tool calls). `registry.get_engine(persona, memory=...)` 
 """
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 
 class EngineError(Exception):
@@ -120,8 +121,9 @@ class Engine(Protocol):
 
 
 def tool_result_json(call, payload: Any, is_error=False):
-    return ToolResult(call_id=call.id, content=payload if isinstance(payload, str) else json.dumps(payload),
-                      is_error=is_error)
+    return ToolResult(
+        call_id=call.id, content=payload if isinstance(payload, str) else json.dumps(payload), is_error=is_error
+    )
 
 
 def parse_tool_arguments(raw) -> tuple[dict, str]:
@@ -151,8 +153,9 @@ def dispatch_tool_call(call_id: str, name: str, raw_arguments, tools, handler) -
     call = ToolCall(id=call_id, name=name, arguments=arguments)
     known = {tool.name for tool in tools}
     if known and name not in known:
-        return call, ToolResult(call.id, f"Unknown tool '{name}'. Available tools: {', '.join(sorted(known))}.",
-                                is_error=True)
+        return call, ToolResult(
+            call.id, f"Unknown tool '{name}'. Available tools: {', '.join(sorted(known))}.", is_error=True
+        )
     if problem:
         return call, ToolResult(call.id, f"Tool '{name}' was not run: {problem}.", is_error=True)
     result = handler(call)
@@ -174,8 +177,15 @@ def single_tool_answer(engine, *, system, prompt, tool, purpose, error, max_toke
 
     label = getattr(engine, "provider", "model")
     try:
-        session = engine.run_tools(system=system, prompt=prompt, tools=[tool], handler=handler, purpose=purpose,
-                                   max_turns=1, max_tokens=max_tokens)
+        session = engine.run_tools(
+            system=system,
+            prompt=prompt,
+            tools=[tool],
+            handler=handler,
+            purpose=purpose,
+            max_turns=1,
+            max_tokens=max_tokens,
+        )
     except EngineError as exc:
         raise error(f"the {label} call failed ({exc})") from None
     refused = [result.content for call, result in session.calls if result.is_error]

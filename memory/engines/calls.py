@@ -20,7 +20,8 @@ _TOTALS = {
 
 def llm_calls(*, user, persona=None, project=None, purpose="", outcome="", age=""):
     calls = ListFilters(project=project.pk if project else None, age=age).apply(
-        scope(LLMCall.objects.all(), user, via=llm_call_teams))
+        scope(LLMCall.objects.all(), user, via=llm_call_teams)
+    )
     if persona is not None:
         calls = calls.filter(persona=persona)
     if purpose:
@@ -38,8 +39,9 @@ def llm_call_totals_per_persona(calls):
     """One row per persona (None for calls made outside any persona), busiest first: one grouped pass
     over the calls (its columns are all in the llmcall_totals index)."""
     rows = list(calls.order_by().values("persona_id").annotate(**_TOTALS))
-    names = dict(Persona.objects.filter(pk__in=[r["persona_id"] for r in rows if r["persona_id"]])
-                 .values_list("id", "name"))
+    names = dict(
+        Persona.objects.filter(pk__in=[r["persona_id"] for r in rows if r["persona_id"]]).values_list("id", "name")
+    )
     for row in rows:
         row["persona__name"] = names.get(row["persona_id"])
         row["mean_latency_ms"] = row["latency_sum"] / row["latency_n"] if row["latency_n"] else None
@@ -48,11 +50,18 @@ def llm_call_totals_per_persona(calls):
 
 def llm_call_grand_total(totals):
     """The sum of the rows of llm_call_totals_per_persona (no second pass over the calls)."""
-    grand = {key: sum(row[key] or 0 for row in totals)
-             for key in ("calls", "tokens_in", "tokens_out", "errors", "latency_sum", "latency_n")}
+    grand = {
+        key: sum(row[key] or 0 for row in totals)
+        for key in ("calls", "tokens_in", "tokens_out", "errors", "latency_sum", "latency_n")
+    }
     grand["mean_latency_ms"] = grand["latency_sum"] / grand["latency_n"] if grand["latency_n"] else None
     return grand
 
 
 def llm_call_purposes(*, user):
-    return list(scope(LLMCall.objects.all(), user, via=llm_call_teams).order_by("purpose").values_list("purpose", flat=True).distinct())
+    return list(
+        scope(LLMCall.objects.all(), user, via=llm_call_teams)
+        .order_by("purpose")
+        .values_list("purpose", flat=True)
+        .distinct()
+    )

@@ -19,17 +19,33 @@ class OfflineEngine:
         self.recorder = recorder if recorder is not None else CallRecorder()
 
     def _log(self, purpose, started, error=""):
-        self.recorder.record(purpose=purpose, provider=self.provider, model=self.model,
-                             latency_ms=int((time.monotonic() - started) * 1000),
-                             outcome=ERROR if error else OK, error=error)
+        self.recorder.record(
+            purpose=purpose,
+            provider=self.provider,
+            model=self.model,
+            latency_ms=int((time.monotonic() - started) * 1000),
+            outcome=ERROR if error else OK,
+            error=error,
+        )
 
     def complete(self, *, system, prompt, purpose, max_tokens=None):
         message = f"the offline engine has no free-text model; '{purpose}' needs an offline rule"
         self._log(purpose, time.monotonic(), message)
         raise EngineError(message)
 
-    def run_tools(self, *, system, prompt, tools, handler, purpose, max_turns=20, should_stop=None,
-                  offline_policy=None, max_tokens=None):
+    def run_tools(
+        self,
+        *,
+        system,
+        prompt,
+        tools,
+        handler,
+        purpose,
+        max_turns=20,
+        should_stop=None,
+        offline_policy=None,
+        max_tokens=None,
+    ):
         started = time.monotonic()
         if offline_policy is None:
             message = f"the offline engine needs a policy for '{purpose}'"
@@ -67,4 +83,4 @@ class OfflineEngine:
         return session
 
 
-__all__ = ["OfflineEngine", "Completion"]
+__all__ = ["Completion", "OfflineEngine"]

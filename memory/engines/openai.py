@@ -31,8 +31,10 @@ class OpenAIEngine(SDKEngine):
         }
         if tools:
             params["tools"] = [
-                {"type": "function",
-                 "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
+                }
                 for t in tools
             ]
         return self._read(client.chat.completions.create(**params))
@@ -63,11 +65,16 @@ class OpenAIEngine(SDKEngine):
                 raise MalformedResponse("OpenAI sent a tool call without an id or a function name")
             arguments = field_of(function, "arguments")
             turn.tool_calls.append((str(call_id), str(name), arguments))
-            sent_calls.append({
-                "id": str(call_id),
-                "type": "function",
-                "function": {"name": str(name), "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments, default=str)},
-            })
+            sent_calls.append(
+                {
+                    "id": str(call_id),
+                    "type": "function",
+                    "function": {
+                        "name": str(name),
+                        "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments, default=str),
+                    },
+                }
+            )
         turn.echo = {"role": "assistant", "content": content, "tool_calls": sent_calls}
         return turn
 

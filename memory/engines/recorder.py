@@ -23,8 +23,7 @@ class CallRecorder:
         self.persist = persist
         self.calls: list[LLMCall] = []
 
-    def record(self, *, purpose, provider, model="", tokens_in=0, tokens_out=0, latency_ms=0, outcome=OK,
-               error=""):
+    def record(self, *, purpose, provider, model="", tokens_in=0, tokens_out=0, latency_ms=0, outcome=OK, error=""):
         call = (LLMCall.objects.create if self.persist else LLMCall)(
             persona=self.persona,
             memory=self.memory,
@@ -43,7 +42,6 @@ class CallRecorder:
     @property
     def errors(self):
         return [c for c in self.calls if c.outcome == ERROR]
-
 
     def totals(self, since=0):
         """(calls, tokens in, tokens out) of the calls recorded after the first `since`."""

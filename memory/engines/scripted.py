@@ -41,9 +41,15 @@ class ScriptedEngine:
         if self.recorder is None:
             self.recorder = CallRecorder()
         tokens_in, tokens_out = self.tokens_per_call
-        self.recorder.record(purpose=purpose, provider=self.provider, model=self.model,
-                             tokens_in=0 if error else tokens_in, tokens_out=0 if error else tokens_out,
-                             outcome=ERROR if error else OK, error=error)
+        self.recorder.record(
+            purpose=purpose,
+            provider=self.provider,
+            model=self.model,
+            tokens_in=0 if error else tokens_in,
+            tokens_out=0 if error else tokens_out,
+            outcome=ERROR if error else OK,
+            error=error,
+        )
 
     def _fail(self, purpose, exc):
         error = exc if isinstance(exc, EngineError) else EngineError(str(exc))
@@ -63,11 +69,23 @@ class ScriptedEngine:
             self._fail(purpose, item)
         self._record(purpose)
         tokens_in, tokens_out = self.tokens_per_call
-        return Completion(text=str(item), model=self.model, tokens_in=tokens_in, tokens_out=tokens_out,
-                          stop_reason="end_turn")
+        return Completion(
+            text=str(item), model=self.model, tokens_in=tokens_in, tokens_out=tokens_out, stop_reason="end_turn"
+        )
 
-    def run_tools(self, *, system, prompt, tools, handler, purpose, max_turns=20, should_stop=None,
-                  offline_policy=None, max_tokens=None):
+    def run_tools(
+        self,
+        *,
+        system,
+        prompt,
+        tools,
+        handler,
+        purpose,
+        max_turns=20,
+        should_stop=None,
+        offline_policy=None,
+        max_tokens=None,
+    ):
         self.requests.append(("run_tools", system, prompt, purpose))
         session = ToolSession()
         self.sessions.append(session)

@@ -204,12 +204,14 @@ class SDKEngine:
     def _log_attempts(self, purpose, started, *, turn=None, final_error=""):
         attempts = self._attempts or [Attempt(_elapsed_ms(started), None, "")]
         for attempt in attempts[:-1]:
-            self._log(purpose, latency_ms=attempt.latency_ms, outcome=ERROR,
-                      error=attempt.error or f"HTTP {attempt.status}")
+            self._log(
+                purpose, latency_ms=attempt.latency_ms, outcome=ERROR, error=attempt.error or f"HTTP {attempt.status}"
+            )
         last = attempts[-1]
         if turn is not None:
-            self._log(purpose, latency_ms=last.latency_ms, tokens_in=turn.tokens_in, tokens_out=turn.tokens_out,
-                      outcome=OK)
+            self._log(
+                purpose, latency_ms=last.latency_ms, tokens_in=turn.tokens_in, tokens_out=turn.tokens_out, outcome=OK
+            )
         else:
             detail = final_error
             if last.error and last.error not in final_error:
@@ -241,11 +243,27 @@ class SDKEngine:
         turn = self._round_trip(
             purpose, lambda client: self._ask(client, system, conversation, [], max_tokens or self.config.max_tokens)
         )
-        return Completion(text=turn.text, model=turn.model or self.model, tokens_in=turn.tokens_in,
-                          tokens_out=turn.tokens_out, stop_reason=turn.stop_reason)
+        return Completion(
+            text=turn.text,
+            model=turn.model or self.model,
+            tokens_in=turn.tokens_in,
+            tokens_out=turn.tokens_out,
+            stop_reason=turn.stop_reason,
+        )
 
-    def run_tools(self, *, system, prompt, tools, handler, purpose, max_turns=20, should_stop=None,
-                  offline_policy=None, max_tokens=None):
+    def run_tools(
+        self,
+        *,
+        system,
+        prompt,
+        tools,
+        handler,
+        purpose,
+        max_turns=20,
+        should_stop=None,
+        offline_policy=None,
+        max_tokens=None,
+    ):
         conversation = self._start(system, prompt)
         max_tokens = max_tokens or self.config.max_tokens
         session = ToolSession()
@@ -256,9 +274,7 @@ class SDKEngine:
             if session.turns >= max_turns:
                 session.stopped_by = "max_turns"
                 return session
-            turn = self._round_trip(
-                purpose, lambda client: self._ask(client, system, conversation, tools, max_tokens)
-            )
+            turn = self._round_trip(purpose, lambda client: self._ask(client, system, conversation, tools, max_tokens))
             session.turns += 1
             session.tokens_in += turn.tokens_in
             session.tokens_out += turn.tokens_out

@@ -4,10 +4,10 @@ from django import forms
 from django.core.paginator import Paginator
 from django.template.response import TemplateResponse
 
-from memory.engines import calls as selectors
 from memory.access import persona_call_teams, scope, visible_projects
-from memory.roles import viewer_required
+from memory.engines import calls as selectors
 from memory.listing import AGES
+from memory.roles import viewer_required
 from personas.models import Persona, Project
 
 PAGE_SIZE = 50
@@ -16,10 +16,12 @@ TOTALS_SHOWN = 10
 
 
 class CallFilterForm(forms.Form):
-    persona = forms.ModelChoiceField(queryset=Persona.objects.order_by("name").only("id", "name"),
-                                     required=False, empty_label="All personas")
-    project = forms.ModelChoiceField(queryset=Project.objects.order_by("name").only("id", "name"),
-                                     required=False, empty_label="All projects")
+    persona = forms.ModelChoiceField(
+        queryset=Persona.objects.order_by("name").only("id", "name"), required=False, empty_label="All personas"
+    )
+    project = forms.ModelChoiceField(
+        queryset=Project.objects.order_by("name").only("id", "name"), required=False, empty_label="All projects"
+    )
     purpose = forms.ChoiceField(required=False)
     outcome = forms.ChoiceField(required=False, choices=[("", "Any outcome"), ("ok", "OK"), ("error", "Error")])
     age = forms.ChoiceField(required=False, choices=AGES)

@@ -158,7 +158,8 @@ def export_tree(*, root, persona=None, project=None, now=None):
     stamp = (now or timezone.now()).strftime("%Y%m%dT%H%M%SZ")
     files = [
         (folders[memory.pk] / name, text.encode("utf-8"), count)
-        for memory in memories if memory.pk in folders
+        for memory in memories
+        if memory.pk in folders
         for name, (text, count) in render_memory_files(memory).items()
     ]
 

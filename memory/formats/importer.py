@@ -27,9 +27,9 @@ comparison above.
 """
 
 import re
-from contextlib import contextmanager
 import unicodedata
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,9 +115,11 @@ def stored_line_counts(memory, *, exclude=()):
     line of the file (a sync knows which), so it matches no new line.
     """
     full, content = Counter(), Counter()
-    rows = Lesson.objects.filter(memory=memory).exclude(
-        status=LessonStatus.DELETED, changes__action=Change.Action.CREATE, changes__reverted_by__isnull=False
-    ).values_list("id", "tier", "category", "lesson_date", "content_hash", "unparsed", "status")
+    rows = (
+        Lesson.objects.filter(memory=memory)
+        .exclude(status=LessonStatus.DELETED, changes__action=Change.Action.CREATE, changes__reverted_by__isnull=False)
+        .values_list("id", "tier", "category", "lesson_date", "content_hash", "unparsed", "status")
+    )
     for pk, tier, category, day, digest, unparsed, status in rows:
         if pk in exclude and status == LessonStatus.ACTIVE:
             continue
@@ -134,9 +136,7 @@ def unmatched_lines(lines, full, content):
     used up as lines match)."""
     keep = [True] * len(lines)
     keyed = [(_content_key(l.tier, l.unparsed, l.category, _line_hash(l)), l) for l in lines]
-    dated_first = sorted(
-        range(len(lines)), key=lambda i: 0 if (lines[i].lesson_date and not lines[i].unparsed) else 1
-    )
+    dated_first = sorted(range(len(lines)), key=lambda i: 0 if (lines[i].lesson_date and not lines[i].unparsed) else 1)
     for i in dated_first:
         key, line = keyed[i]
         if line.lesson_date and not line.unparsed:
@@ -251,9 +251,7 @@ def _find_project(folder, report):
         return project
     slug = project_slug_for(folder_name)
     if not slug:
-        raise TreeError(
-            f"project folder {folder_name!r} gives no usable URL slug (it needs a letter or a digit)"
-        )
+        raise TreeError(f"project folder {folder_name!r} gives no usable URL slug (it needs a letter or a digit)")
     name = unicodedata.normalize("NFC", folder_name)[:PROJECT_NAME_MAX]
     earlier = Project.objects.filter(folder_name="", slug=slug, name=name).exclude(slug=folder_name).first()
     if earlier is not None:
@@ -265,7 +263,9 @@ def _find_project(folder, report):
     project = Project.objects.create(slug=slug, name=name, folder_name=_kept_name(folder_name, slug))
     report.created.append("project")
     if slug != folder_name:
-        report.notes.append(f"project folder {folder_name!r} has the URL slug {slug!r}; it is exported under its folder name")
+        report.notes.append(
+            f"project folder {folder_name!r} has the URL slug {slug!r}; it is exported under its folder name"
+        )
     return project
 
 
@@ -310,27 +310,45 @@ class _Writer:
         held, self.held, self.memories, self.lines = self.held, [], set(), 0
         if not held:
             return
-        batches = services.batches_create([
-            services.batch_build(memory=item.memory, kind=ChangeBatch.Kind.IMPORT, actor=self.actor, label=self.label,
-                                 reason=f"Imported from {item.folder.path}")
-            for item in held
-        ])
+        batches = services.batches_create(
+            [
+                services.batch_build(
+                    memory=item.memory,
+                    kind=ChangeBatch.Kind.IMPORT,
+                    actor=self.actor,
+                    label=self.label,
+                    reason=f"Imported from {item.folder.path}",
+                )
+                for item in held
+            ]
+        )
         today, NewLesson = self.today, services.NewLesson
         lessons = []
         for item, batch in zip(held, batches):
             memory_id, batch_id, base = item.memory.pk, batch.pk, item.base
             for line in item.lines:
                 section = base if line.tier == "core" else base + 1 + line.section
-                lessons.append(NewLesson(
-                    batch_id, memory_id, line.tier, line.category, line.text, line.lesson_date or today, section,
-                    line.lesson_date is None, line.unparsed, line.raw_line if line.unparsed else "",
-                    line.heading if len(line.heading) <= HEADING_MAX else "", line.refs,
-                ))
+                lessons.append(
+                    NewLesson(
+                        batch_id,
+                        memory_id,
+                        line.tier,
+                        line.category,
+                        line.text,
+                        line.lesson_date or today,
+                        section,
+                        line.lesson_date is None,
+                        line.unparsed,
+                        line.raw_line if line.unparsed else "",
+                        line.heading if len(line.heading) <= HEADING_MAX else "",
+                        line.refs,
+                    )
+                )
         ids = services.lessons_bulk_create(lessons, now=self.now)
         at = 0
         for item, batch in zip(held, batches):
             report, count = item.report, len(item.lines)
-            item_ids = ids[at:at + count]
+            item_ids = ids[at : at + count]
             at += count
             report.batch_id = batch.pk
             report.working_ids = [pk for pk, line in zip(item_ids, item.lines) if line.tier == "working"]
@@ -351,8 +369,12 @@ def _memories_of(persona, cache):
 def _resolve(folder, cache):
     """The report of a folder with its persona and project found or created, and its memory when it has one."""
     report = MemoryImport(
-        persona=folder.persona_name, project=folder.project_folder, archived=folder.archived_at is not None,
-        notes=list(folder.notes), unparsed=folder.unparsed, rejected=folder.rejected,
+        persona=folder.persona_name,
+        project=folder.project_folder,
+        archived=folder.archived_at is not None,
+        notes=list(folder.notes),
+        unparsed=folder.unparsed,
+        rejected=folder.rejected,
     )
     persona = _persona_for(folder, report, cache)
     project = _project_for(folder, report, cache)
@@ -396,8 +418,17 @@ def _import_folders(folders, *, actor, label, today):
     return reports
 
 
-_FOLDER_FIELDS = ("folder", "digest", "memory_id", "memory_version", "lines", "memory__version",
-                  "memory__persona__name", "memory__persona__archived_at", "memory__project__slug")
+_FOLDER_FIELDS = (
+    "folder",
+    "digest",
+    "memory_id",
+    "memory_version",
+    "lines",
+    "memory__version",
+    "memory__persona__name",
+    "memory__persona__archived_at",
+    "memory__project__slug",
+)
 
 
 def _imported_folders(root):
@@ -417,24 +448,39 @@ def _unchanged(folder, known):
     archived = folder.archived_at is not None
     same_names = (
         persona.casefold() in (folder.persona_name.strip().casefold(), folder.archived_folder.casefold())
-        and (archived_at is not None) == archived and slug == project_slug_for(folder.project_folder)
+        and (archived_at is not None) == archived
+        and slug == project_slug_for(folder.project_folder)
     )
     if digest != folder.digest or version_then != version_now or not same_names:
         return None
-    return MemoryImport(persona=persona, project=slug, archived=archived, already_present=lines,
-                        memory_id=memory_id, memory_version=version_now, skipped=True)
+    return MemoryImport(
+        persona=persona,
+        project=slug,
+        archived=archived,
+        already_present=lines,
+        memory_id=memory_id,
+        memory_version=version_now,
+        skipped=True,
+    )
 
 
 def _remember_folders(root, imported):
     now = timezone.now()
     ImportedFolder.objects.bulk_create(
         [
-            ImportedFolder(root=root, folder=rel, memory_id=result.memory_id, digest=digest,
-                           memory_version=result.memory_version, lines=result.added + result.already_present,
-                           imported_at=now)
+            ImportedFolder(
+                root=root,
+                folder=rel,
+                memory_id=result.memory_id,
+                digest=digest,
+                memory_version=result.memory_version,
+                lines=result.added + result.already_present,
+                imported_at=now,
+            )
             for rel, (digest, result) in imported.items()
         ],
-        update_conflicts=True, unique_fields=["root", "folder"],
+        update_conflicts=True,
+        unique_fields=["root", "folder"],
         update_fields=["memory", "digest", "memory_version", "lines", "imported_at"],
     )
 

@@ -16,7 +16,7 @@ def _body(category, text, refs):
     # Never write the doubled tag (`- [PATTERN] [PATTERN] text`) some old files contain.
     tag = f"[{category}]"
     while category and text.startswith(tag):
-        text = text[len(tag):].lstrip()
+        text = text[len(tag) :].lstrip()
     line = f"- [{category}] {text}" if category else f"- {text}"
     if refs:
         line += f" (ref: {format_ref_list(refs)})"

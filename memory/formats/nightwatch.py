@@ -29,12 +29,12 @@ import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone as dt_timezone
+from datetime import UTC, date, datetime
+from datetime import timezone as dt_timezone
 from pathlib import Path
 
-from django.core.exceptions import ValidationError
-
 from django.conf import settings
+from django.core.exceptions import ValidationError
 
 from memory.models import ALL_CATEGORIES, CORE_CATEGORIES, Tier
 from memory.refs import parse_ref_list
@@ -115,8 +115,9 @@ class MemoryFolder:
         return self._parsed
 
     core = property(lambda self: self._lines()["core"], lambda self, value: self._lines().__setitem__("core", value))
-    working = property(lambda self: self._lines()["working"],
-                       lambda self, value: self._lines().__setitem__("working", value))
+    working = property(
+        lambda self: self._lines()["working"], lambda self, value: self._lines().__setitem__("working", value)
+    )
     notes = property(lambda self: self._lines()["notes"], lambda self, value: self._lines().__setitem__("notes", value))
 
     @property
@@ -163,6 +164,7 @@ class Tree:
 
 # --- one line ------------------------------------------------------------------------------
 
+
 def _parse_day(text):
     try:
         return date.fromisoformat(text)
@@ -194,10 +196,10 @@ def parse_bullet(line, *, tier):
         category = tag["category"]
         if category not in ALL_CATEGORIES:
             raise LineError(f"unknown category [{category}]")
-        rest = rest[tag.end():]
+        rest = rest[tag.end() :]
         # The original writer sometimes doubled the tag: read every repeat away.
         while rest.startswith("[") and (again := _TAG.match(rest)) and again["category"] == category:
-            rest = rest[again.end():]
+            rest = rest[again.end() :]
     refs, promoted_on = [], None
     while rest.rstrip().endswith(")"):  # both suffixes end with ')': most lines stop here at once
         if tier == Tier.CORE and promoted_on is None and (m := _suffix(_PROMOTED_SUFFIX, "(promoted ", rest)):
@@ -230,8 +232,17 @@ def _unparsed(source, line_no, tier, raw, problem, day=None, section=0, heading=
     text = raw.strip()
     rejected = len(text) > settings.LESSON_MAX_CHARS or text_problem(text) is not None
     return ParsedLine(
-        source=source, line_no=line_no, tier=tier, text="" if rejected else text, lesson_date=day, section=section,
-        heading=heading, unparsed=True, raw_line="" if rejected else raw, problem=problem, rejected=rejected,
+        source=source,
+        line_no=line_no,
+        tier=tier,
+        text="" if rejected else text,
+        lesson_date=day,
+        section=section,
+        heading=heading,
+        unparsed=True,
+        raw_line="" if rejected else raw,
+        problem=problem,
+        rejected=rejected,
     )
 
 
@@ -240,6 +251,7 @@ def _lines(text):
 
 
 # --- one file ------------------------------------------------------------------------------
+
 
 def parse_working(text, source=WORKING_FILE):
     """Dated sections of bullets. Lines before the first header have no date (and stay undated)."""
@@ -261,10 +273,20 @@ def parse_working(text, source=WORKING_FILE):
         except LineError as exc:
             parsed.append(_unparsed(source, line_no, Tier.WORKING, raw, str(exc), day, section, heading))
             continue
-        parsed.append(ParsedLine(
-            source=source, line_no=line_no, tier=Tier.WORKING, category=category, text=body, refs=refs,
-            lesson_date=day, section=section, heading=heading, raw_line=raw,
-        ))
+        parsed.append(
+            ParsedLine(
+                source=source,
+                line_no=line_no,
+                tier=Tier.WORKING,
+                category=category,
+                text=body,
+                refs=refs,
+                lesson_date=day,
+                section=section,
+                heading=heading,
+                raw_line=raw,
+            )
+        )
     return parsed
 
 
@@ -279,14 +301,23 @@ def parse_core(text, source=CORE_FILE):
         except LineError as exc:
             parsed.append(_unparsed(source, line_no, Tier.CORE, raw, str(exc)))
             continue
-        parsed.append(ParsedLine(
-            source=source, line_no=line_no, tier=Tier.CORE, category=category, text=body, refs=refs,
-            lesson_date=promoted_on, raw_line=raw,
-        ))
+        parsed.append(
+            ParsedLine(
+                source=source,
+                line_no=line_no,
+                tier=Tier.CORE,
+                category=category,
+                text=body,
+                refs=refs,
+                lesson_date=promoted_on,
+                raw_line=raw,
+            )
+        )
     return parsed
 
 
 # --- folder names ----------------------------------------------------------------------------
+
 
 def _nfc(name):
     # Some file systems hand back decomposed names; the database keeps the composed form.
@@ -307,17 +338,18 @@ def split_archived_folder(folder):
     stamp = match["stamp"]
     if stamp.isdigit():
         seconds = int(stamp) / (1000 if len(stamp) == 13 else 1)
-        return match["name"], datetime.fromtimestamp(seconds, tz=dt_timezone.utc)
+        return match["name"], datetime.fromtimestamp(seconds, tz=UTC)
     day, _, clock = stamp.rstrip("Z").partition("T")
     hms = re.split(r"[-:.]", clock)
     try:
-        moment = datetime.fromisoformat(f"{day}T{hms[0]}:{hms[1]}:{hms[2]}").replace(tzinfo=dt_timezone.utc)
+        moment = datetime.fromisoformat(f"{day}T{hms[0]}:{hms[1]}:{hms[2]}").replace(tzinfo=UTC)
     except ValueError:
         return folder, None
     return match["name"], moment
 
 
 # --- the tree --------------------------------------------------------------------------------
+
 
 def _read(path, root):
     return _decode(_read_bytes(path, root), path, root)
@@ -334,7 +366,9 @@ def _decode(data, path, root):
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise TreeError(f"{path.relative_to(root)} is not UTF-8 text (byte {exc.start}); nothing was imported") from None
+        raise TreeError(
+            f"{path.relative_to(root)} is not UTF-8 text (byte {exc.start}); nothing was imported"
+        ) from None
     # Line ends as a file opened in text mode reads them.
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
@@ -343,8 +377,9 @@ def _visible_dirs(path):
     return sorted((p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")), key=lambda p: p.name)
 
 
-def read_memory_folder(folder, root, persona_name, project_folder, archived_at=None, archived_folder="",
-                       persona_folder="", tree=None):
+def read_memory_folder(
+    folder, root, persona_name, project_folder, archived_at=None, archived_folder="", persona_folder="", tree=None
+):
     """The folder's files are read (and must be UTF-8) now; their lines are parsed when first asked for."""
     tree = tree or Tree(root=root)
     rel = folder.relative_to(root).as_posix()
@@ -366,9 +401,14 @@ def read_memory_folder(folder, root, persona_name, project_folder, archived_at=N
             _read_legacy(mem, parse_working(texts[LEGACY_FILE], f"{rel}/{LEGACY_FILE}"), WORKING_FILE in texts, rel)
 
     return MemoryFolder(
-        persona_name=persona_name, project_folder=project_folder, path=folder,
-        archived_at=archived_at, archived_folder=archived_folder, persona_folder=persona_folder,
-        digest=digest.hexdigest(), parser=parse,
+        persona_name=persona_name,
+        project_folder=project_folder,
+        path=folder,
+        archived_at=archived_at,
+        archived_folder=archived_folder,
+        persona_folder=persona_folder,
+        digest=digest.hexdigest(),
+        parser=parse,
     )
 
 
@@ -403,10 +443,18 @@ def _persona_memories(persona_dir, root, persona_name, tree, archived_at=None, a
         if not any((project_dir / name).is_file() for name in (CORE_FILE, WORKING_FILE, LEGACY_FILE)):
             tree.warnings.append(f"{project_dir.relative_to(root).as_posix()}: no memory files; skipped")
             continue
-        tree.memories.append(read_memory_folder(
-            project_dir, root, _nfc(persona_name), project_dir.name, archived_at, archived_folder,
-            persona_folder="" if archived_folder else persona_dir.name, tree=tree,
-        ))
+        tree.memories.append(
+            read_memory_folder(
+                project_dir,
+                root,
+                _nfc(persona_name),
+                project_dir.name,
+                archived_at,
+                archived_folder,
+                persona_folder="" if archived_folder else persona_dir.name,
+                tree=tree,
+            )
+        )
 
 
 def read_tree(root, *, follow_symlinks=False):
@@ -434,8 +482,11 @@ def read_tree(root, *, follow_symlinks=False):
                         f"{ARCHIVED_DIR}/{persona_dir.name}: no -<timestamp> suffix; archived under its full name"
                     )
                 _persona_memories(
-                    persona_dir, root, name, tree,
-                    archived_at=archived_at or datetime(1970, 1, 1, tzinfo=dt_timezone.utc),
+                    persona_dir,
+                    root,
+                    name,
+                    tree,
+                    archived_at=archived_at or datetime(1970, 1, 1, tzinfo=UTC),
                     archived_folder=persona_dir.name,
                 )
     except PermissionError as exc:

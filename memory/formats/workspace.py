@@ -21,7 +21,16 @@ from pathlib import Path
 from memory.formats.exporter import ExportError, ExportReport, _segment, write_atomic
 from memory.formats.lines import core_line, working_line
 from memory.formats.nightwatch import (
-    LineError, MemoryFolder, ParsedLine, Tree, TreeError, _nfc, _read, _unparsed, _visible_dirs, parse_bullet,
+    LineError,
+    MemoryFolder,
+    ParsedLine,
+    Tree,
+    TreeError,
+    _nfc,
+    _read,
+    _unparsed,
+    _visible_dirs,
+    parse_bullet,
 )
 from memory.models import Lesson, LessonStatus, Tier
 from memory.selectors import lesson_rows_with_refs
@@ -34,14 +43,21 @@ ERROR_MARK = " — error: "
 # file (relative to the workspace) -> (tier, category of an untagged bullet, title)
 CORE_FILES = {MEMORY: "DECISION", TOOLS: "PATTERN", AGENTS: "ARCHITECTURE"}
 LEARNING_FILES = {LEARNINGS: "PATTERN", ERRORS: "OBSERVATION", FEATURES: "TODO"}
-TITLES = {MEMORY: "Memory: lasting facts", TOOLS: "Tools: usage patterns", AGENTS: "Agents: delegation and structure",
-          LEARNINGS: "Learnings", ERRORS: "Errors", FEATURES: "Feature requests"}
+TITLES = {
+    MEMORY: "Memory: lasting facts",
+    TOOLS: "Tools: usage patterns",
+    AGENTS: "Agents: delegation and structure",
+    LEARNINGS: "Learnings",
+    ERRORS: "Errors",
+    FEATURES: "Feature requests",
+}
 _HEADER = re.compile(r"^##\s+(?P<day>\d{4}-\d{2}-\d{2})\b")
 _DAILY = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
 _TAGGED = re.compile(r"^- \[[A-Z][A-Z_]*\]")
 
 
 # --- reading ---------------------------------------------------------------------------------
+
 
 def parse_workspace_file(text, *, source, tier, default_category, day=None):
     """Bullets of one workspace file as ParsedLines; '#' lines are titles, other prose is kept unparsed."""
@@ -69,8 +85,18 @@ def parse_workspace_file(text, *, source, tier, default_category, day=None):
         except LineError as exc:
             lines.append(_unparsed(source, n, tier, line, str(exc), day, section))
             continue
-        lines.append(ParsedLine(source=source, line_no=n, tier=tier, category=category, text=body, refs=refs,
-                                lesson_date=promoted_on or day, section=section))
+        lines.append(
+            ParsedLine(
+                source=source,
+                line_no=n,
+                tier=tier,
+                category=category,
+                text=body,
+                refs=refs,
+                lesson_date=promoted_on or day,
+                section=section,
+            )
+        )
     return lines
 
 
@@ -81,8 +107,9 @@ def read_workspace_folder(folder, root, persona_name, project_folder, tree=None)
     for name, category in CORE_FILES.items():
         path = folder / name
         if tree.is_file(path):
-            mem.core += parse_workspace_file(_read(path, root), source=f"{rel}/{name}", tier=Tier.CORE,
-                                             default_category=category)
+            mem.core += parse_workspace_file(
+                _read(path, root), source=f"{rel}/{name}", tier=Tier.CORE, default_category=category
+            )
     daily = folder / DAILY_DIR
     section_base = 0
     if tree.is_dir(daily):
@@ -91,19 +118,24 @@ def read_workspace_folder(folder, root, persona_name, project_folder, tree=None)
             if not match:
                 mem.notes.append(f"{rel}/{DAILY_DIR}/{path.name}: not a YYYY-MM-DD.md daily log; skipped")
                 continue
-            lines = parse_workspace_file(_read(path, root), source=f"{rel}/{DAILY_DIR}/{path.name}",
-                                         tier=Tier.WORKING, default_category="OBSERVATION",
-                                         day=date.fromisoformat(match[1]))
+            lines = parse_workspace_file(
+                _read(path, root),
+                source=f"{rel}/{DAILY_DIR}/{path.name}",
+                tier=Tier.WORKING,
+                default_category="OBSERVATION",
+                day=date.fromisoformat(match[1]),
+            )
             for line in lines:
                 line.section += section_base
             section_base += 1 + max((l.section for l in lines), default=0)
             mem.working += lines
     learnings = folder / LEARNINGS_DIR
-    for name, category in (LEARNING_FILES.items() if tree.is_dir(learnings) else ()):
+    for name, category in LEARNING_FILES.items() if tree.is_dir(learnings) else ():
         path = learnings / name
         if tree.is_file(path):
-            lines = parse_workspace_file(_read(path, root), source=f"{rel}/{LEARNINGS_DIR}/{name}",
-                                         tier=Tier.WORKING, default_category=category)
+            lines = parse_workspace_file(
+                _read(path, root), source=f"{rel}/{LEARNINGS_DIR}/{name}", tier=Tier.WORKING, default_category=category
+            )
             for line in lines:
                 line.section += section_base
             section_base += 1 + max((l.section for l in lines), default=0)
@@ -127,12 +159,14 @@ def read_workspace_tree(root, *, follow_symlinks=False):
             if not any((project_dir / n).exists() for n in (*CORE_FILES, SOUL, DAILY_DIR, LEARNINGS_DIR)):
                 tree.warnings.append(f"{project_dir.relative_to(root).as_posix()}: no workspace files; skipped")
                 continue
-            tree.memories.append(read_workspace_folder(project_dir, root, _nfc(persona_dir.name),
-                                                       _nfc(project_dir.name), tree=tree))
+            tree.memories.append(
+                read_workspace_folder(project_dir, root, _nfc(persona_dir.name), _nfc(project_dir.name), tree=tree)
+            )
     return tree
 
 
 # --- writing ---------------------------------------------------------------------------------
+
 
 def working_file_for(lesson):
     if lesson.category == "TODO":
@@ -146,27 +180,42 @@ def working_file_for(lesson):
 
 def render_workspace_files(memory):
     """{relative path: (text, lesson count)} for one memory."""
-    rows = lesson_rows_with_refs(Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE)
-                                 .exclude(unparsed=True).order_by("lesson_date", "id"))
+    rows = lesson_rows_with_refs(
+        Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE)
+        .exclude(unparsed=True)
+        .order_by("lesson_date", "id")
+    )
     persona = memory.persona
-    files = {SOUL: ([f"# {persona.name}", "", f"Role: {persona.role}" if persona.role else "Role: (not set)",
-                     "", "This file describes the persona; lessons live in the other files."], 0)}
+    files = {
+        SOUL: (
+            [
+                f"# {persona.name}",
+                "",
+                f"Role: {persona.role}" if persona.role else "Role: (not set)",
+                "",
+                "This file describes the persona; lessons live in the other files.",
+            ],
+            0,
+        )
+    }
     core = {name: [] for name in CORE_FILES}
     by_category = {category: name for name, category in CORE_FILES.items()}
     working = defaultdict(lambda: defaultdict(list))
     for lesson, refs in rows:
         if lesson.tier == Tier.CORE:
-            core[by_category.get(lesson.category, MEMORY)].append(core_line(lesson.category, lesson.text, refs,
-                                                                            lesson.lesson_date))
+            core[by_category.get(lesson.category, MEMORY)].append(
+                core_line(lesson.category, lesson.text, refs, lesson.lesson_date)
+            )
         else:
-            working[working_file_for(lesson)][lesson.lesson_date].append(working_line(lesson.category, lesson.text,
-                                                                                      refs))
+            working[working_file_for(lesson)][lesson.lesson_date].append(
+                working_line(lesson.category, lesson.text, refs)
+            )
     for name, lines in core.items():
         files[name] = ([f"# {TITLES[name]}", "", *lines], len(lines))
     for path, days in working.items():
         count = sum(len(v) for v in days.values())
         if path.startswith(DAILY_DIR + "/"):
-            (day, lines), = days.items()
+            ((day, lines),) = days.items()
             files[path] = ([f"# {day.isoformat()}", "", *lines], count)
             continue
         body = [f"# {TITLES[path.split('/')[-1]]}", ""]
@@ -189,7 +238,8 @@ def export_workspace_tree(*, root, persona=None, project=None, now=None):
         raise ExportError("no memory to export")
     report = ExportReport(root=root)
     folders = export_folders(
-        memories, lambda m: root / _segment("persona name", m.persona.name) / _segment("project slug", m.project.slug),
+        memories,
+        lambda m: root / _segment("persona name", m.persona.name) / _segment("project slug", m.project.slug),
         report,
     )
     stamp = (now or timezone.now()).strftime("%Y%m%dT%H%M%SZ")
@@ -203,4 +253,4 @@ def export_workspace_tree(*, root, persona=None, project=None, now=None):
     return report
 
 
-__all__ = ["read_workspace_tree", "export_workspace_tree", "render_workspace_files"]
+__all__ = ["export_workspace_tree", "read_workspace_tree", "render_workspace_files"]

@@ -45,8 +45,19 @@ def active_by_memory(memory_ids):
     grouped = defaultdict(lambda: ([], []))
     lessons = (
         Lesson.objects.filter(memory_id__in=memory_ids, status=LessonStatus.ACTIVE)
-        .only("id", "memory_id", "tier", "category", "text", "lesson_date", "section", "unparsed", "raw_line",
-              "undated", "section_heading")
+        .only(
+            "id",
+            "memory_id",
+            "tier",
+            "category",
+            "text",
+            "lesson_date",
+            "section",
+            "unparsed",
+            "raw_line",
+            "undated",
+            "section_heading",
+        )
         .prefetch_related(_REFS)
         .order_by("id")
     )
@@ -77,10 +88,16 @@ def tier_sizes(memory_ids):
     from django.db.models import Count, Sum
     from django.db.models.functions import Length
 
-    rows = (Lesson.objects.filter(memory_id__in=memory_ids, status=LessonStatus.ACTIVE).order_by()
-            .values("memory_id", "tier").annotate(n=Count("id"), chars=Sum(Length("text") + Length("category"))))
-    return {(r["memory_id"], r["tier"]): (r["n"], (r["chars"] or 0) + r["n"] * _LINE_OVERHEAD.get(r["tier"], 6))
-            for r in rows}
+    rows = (
+        Lesson.objects.filter(memory_id__in=memory_ids, status=LessonStatus.ACTIVE)
+        .order_by()
+        .values("memory_id", "tier")
+        .annotate(n=Count("id"), chars=Sum(Length("text") + Length("category")))
+    )
+    return {
+        (r["memory_id"], r["tier"]): (r["n"], (r["chars"] or 0) + r["n"] * _LINE_OVERHEAD.get(r["tier"], 6))
+        for r in rows
+    }
 
 
 def home_memories(user, *, q="", team="", waiting=False, include_archived=False):
@@ -93,8 +110,9 @@ def home_memories(user, *, q="", team="", waiting=False, include_archived=False)
     if not include_archived:
         memories = memories.filter(persona__archived_at__isnull=True)
     if q:
-        memories = memories.filter(Q(persona__name__icontains=q) | Q(project__name__icontains=q)
-                                   | Q(project__slug__icontains=q))
+        memories = memories.filter(
+            Q(persona__name__icontains=q) | Q(project__name__icontains=q) | Q(project__slug__icontains=q)
+        )
     if team == "none":
         memories = memories.filter(project__team__isnull=True)
     elif team:
@@ -111,9 +129,14 @@ def memory_cards(memories, review_counts):
     for memory in memories:
         core_n, core_chars = sizes.get((memory.pk, Tier.CORE), (0, 0))
         working_n, working_chars = sizes.get((memory.pk, Tier.WORKING), (0, 0))
-        cards.append(MemoryCard(memory, TierUsage(core_n, core_chars, memory.core_char_budget),
-                                TierUsage(working_n, working_chars, memory.working_char_budget),
-                                queue_for(memory.pk, review_counts)))
+        cards.append(
+            MemoryCard(
+                memory,
+                TierUsage(core_n, core_chars, memory.core_char_budget),
+                TierUsage(working_n, working_chars, memory.working_char_budget),
+                queue_for(memory.pk, review_counts),
+            )
+        )
     return cards
 
 
@@ -146,8 +169,13 @@ def budget_state(memory):
 
 # --- the memory page -------------------------------------------------------------------------
 
-STATUS_CHOICES = [("active", "Active"), ("promoted", "Promoted"), ("superseded", "Superseded"),
-                  ("deleted", "Deleted"), ("all", "Any status")]
+STATUS_CHOICES = [
+    ("active", "Active"),
+    ("promoted", "Promoted"),
+    ("superseded", "Superseded"),
+    ("deleted", "Deleted"),
+    ("all", "Any status"),
+]
 
 
 def lesson_queryset(memory, *, tier="", category="", relevance="", status="active", q="", path="", refs=""):
@@ -194,6 +222,7 @@ def lesson_with_context(lesson_id):
 
 # --- history ---------------------------------------------------------------------------------
 
+
 def memory_batches(memory, changes_per_batch=None):
     """Batches newest first, each with `first_changes`: its first `changes_per_batch` (all when None); paginate."""
     # The page names a change's lesson and what reverted it by id only, so nothing is joined: a join
@@ -213,8 +242,12 @@ def memory_batches(memory, changes_per_batch=None):
 
 def change_counts(batches):
     """{batch id: its number of changes} for `batches` (one page), counted by the database."""
-    return dict(Change.objects.filter(batch_id__in=[b.pk for b in batches]).order_by()
-                .values_list("batch_id").annotate(n=Count("id")))
+    return dict(
+        Change.objects.filter(batch_id__in=[b.pk for b in batches])
+        .order_by()
+        .values_list("batch_id")
+        .annotate(n=Count("id"))
+    )
 
 
 def lesson_changes(lesson):

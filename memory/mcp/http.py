@@ -22,12 +22,13 @@ UNAUTHORIZED = "a valid agent token is required: Authorization: Bearer <token>"
 
 async def _answer(send, status, detail, headers=()):
     body = json.dumps({"detail": detail}).encode()
-    await send({
-        "type": "http.response.start",
-        "status": status,
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                    *headers],
-    })
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 

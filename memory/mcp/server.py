@@ -30,8 +30,18 @@ from pydantic import ValidationError as PydanticValidationError
 from memory.api import schemas as s
 from memory.api.auth import agent_token_for_bearer
 from memory.api.selectors import (
-    NotFound, OutOfScope, appended_out, context_payload, interaction_out, lesson_line, lesson_page, read_scope,
-    readable_projects, recall_payload, text_with_ids, write_scope,
+    NotFound,
+    OutOfScope,
+    appended_out,
+    context_payload,
+    interaction_out,
+    lesson_line,
+    lesson_page,
+    read_scope,
+    readable_projects,
+    recall_payload,
+    text_with_ids,
+    write_scope,
 )
 from memory.api.services import agent_interaction_submit, agent_lessons_write
 from memory.refs.models import NEEDS_REVIEW
@@ -129,17 +139,23 @@ def _invalid(fields):
 
 PersonaArg = Annotated[
     str | None,
-    Field(description="Your persona's name. Leave it out: it defaults to the token's persona, the only one it may reach."),
+    Field(
+        description="Your persona's name. Leave it out: it defaults to the token's persona, the only one it may reach."
+    ),
 ]
 ProjectArg = Annotated[
     str | None,
     Field(description="The project's slug, e.g. 'night-watch'. Leave it out when the token is limited to one project."),
 ]
-Text = Annotated[str, Field(description="One line, at most 2000 characters: the lesson itself, specific and self-contained.")]
+Text = Annotated[
+    str, Field(description="One line, at most 2000 characters: the lesson itself, specific and self-contained.")
+]
 Refs = Annotated[
     list[str] | None,
-    Field(description="Code the lesson is about: paths inside the project, optionally with lines, "
-                      "e.g. 'src/auth/middleware.py#L23-L30' or a folder 'src/auth/'. At most 20."),
+    Field(
+        description="Code the lesson is about: paths inside the project, optionally with lines, "
+        "e.g. 'src/auth/middleware.py#L23-L30' or a folder 'src/auth/'. At most 20."
+    ),
 ]
 RelevanceArg = Annotated[
     s.AGENT_RELEVANCE | None,
@@ -176,7 +192,7 @@ class MemoryServer(MCPServer):
             raise MCPError(
                 code=INVALID_REQUEST,
                 message="this agent token is revoked or unknown; ask a person for a new one "
-                        "(manage.py create_agent_token)",
+                "(manage.py create_agent_token)",
             )
         bound = _current_agent.set(token)
         try:
@@ -194,7 +210,7 @@ class MemoryServer(MCPServer):
                 name=f"memory-{project.slug}",
                 title=f"{token.persona_name} — {project.name}",
                 description=f"Compiled memory of {token.persona_name} in {project.name}: core lessons, "
-                            f"then working memory, each line with the id recall takes.",
+                f"then working memory, each line with the id recall takes.",
                 mime_type="text/plain",
             )
             for project in projects
@@ -207,20 +223,27 @@ def _resource_uri(persona, project):
 
 # --- what the tools do (plain functions, run in worker threads by the SDK) ---------------------
 
+
 def _memory_text(token, persona, project):
     """(text, data) of a compiled memory, each lesson line carrying its id."""
     _, slug, memory = read_scope(token, persona, project)
     payload = context_payload(memory)
     data = {
-        "persona": token.persona_name, "project": slug, "version": payload["version"],
-        "lessons": payload["lessons"], "cut_lesson_ids": payload["cut_lesson_ids"],
+        "persona": token.persona_name,
+        "project": slug,
+        "version": payload["version"],
+        "lessons": payload["lessons"],
+        "cut_lesson_ids": payload["cut_lesson_ids"],
     }
     if not payload["lessons"]:
-        text = (f"No lessons yet for {token.persona_name} in {slug}. Record what you learn with save_fact, "
-                f"log_learning, log_error or daily_log.\n")
+        text = (
+            f"No lessons yet for {token.persona_name} in {slug}. Record what you learn with save_fact, "
+            f"log_learning, log_error or daily_log.\n"
+        )
     else:
-        text = f"Memory of {token.persona_name} in {slug} (version {payload['version']}).\n\n" + \
-            text_with_ids(payload["lessons"], usage=MCP_USAGE)
+        text = f"Memory of {token.persona_name} in {slug} (version {payload['version']}).\n\n" + text_with_ids(
+            payload["lessons"], usage=MCP_USAGE
+        )
     return text, data
 
 
@@ -235,18 +258,23 @@ def _append(tool, persona, project, **fields):
     data = appended_out(memory, results)
     lesson = data["lessons"][0]
     if lesson["status"] == "confirmed":
-        text = (f"Lesson {lesson['id']} already said this; it is counted as a confirmation "
-                f"(memory version {data['version']}).")
+        text = (
+            f"Lesson {lesson['id']} already said this; it is counted as a confirmation "
+            f"(memory version {data['version']})."
+        )
     else:
-        text = (f"Saved lesson {lesson['id']} to working memory as {lesson['category']}: {lesson['text']} "
-                f"(memory version {data['version']}).")
+        text = (
+            f"Saved lesson {lesson['id']} to working memory as {lesson['category']}: {lesson['text']} "
+            f"(memory version {data['version']})."
+        )
     return _result(text, data)
 
 
 def _register(server):
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    appends = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                              open_world_hint=False)
+    appends = ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    )
 
     @server.tool(
         annotations=read_only,
@@ -296,19 +324,27 @@ def _register(server):
         path: Annotated[str | None, Field(description="A file ('src/app.py') or folder ('src/auth/').")] = None,
         category: Annotated[s.CATEGORY | None, Field(description="Only this category.")] = None,
         tier: Annotated[s.TIER | None, Field(description="core or working.")] = None,
-        words: Annotated[str | None, Field(max_length=s.MAX_WORDS_CHARS,
-                                            description="Words that must all appear in the lesson text.")] = None,
+        words: Annotated[
+            str | None,
+            Field(max_length=s.MAX_WORDS_CHARS, description="Words that must all appear in the lesson text."),
+        ] = None,
         limit: Annotated[int, Field(ge=1, le=200, description="Lessons per page.")] = 50,
         offset: Annotated[int, Field(ge=0, description="Lessons to skip.")] = 0,
         persona: PersonaArg = None,
     ) -> CallToolResult:
         token = _agent()
         _, slug, memory = read_scope(token, *_target(token, persona, project))
-        page = lesson_page(memory, path=path, category=category, tier=tier, words=words, limit=limit,
-                           offset=offset)
-        lines = [lesson_line({**item, "refs": [ref["text"] for ref in item["refs"]],
-                              "stale_refs": [ref["text"] for ref in item["refs"] if ref["status"] in NEEDS_REVIEW]})
-                 for item in page["items"]]
+        page = lesson_page(memory, path=path, category=category, tier=tier, words=words, limit=limit, offset=offset)
+        lines = [
+            lesson_line(
+                {
+                    **item,
+                    "refs": [ref["text"] for ref in item["refs"]],
+                    "stale_refs": [ref["text"] for ref in item["refs"] if ref["status"] in NEEDS_REVIEW],
+                }
+            )
+            for item in page["items"]
+        ]
         more = f"; next page: offset={page['next_offset']}" if page["next_offset"] is not None else ""
         header = f"{page['count']} lesson(s) in {slug} match{more}."
         return _result("\n".join([header, *lines]) + "\n", {"project": slug, **page})
@@ -327,8 +363,10 @@ def _register(server):
     @_tool_errors
     def save_fact(
         text: Text,
-        category: Annotated[Literal["DECISION", "ARCHITECTURE", "PATTERN"] | None,
-                            Field(description="DECISION (default), ARCHITECTURE or PATTERN.")] = None,
+        category: Annotated[
+            Literal["DECISION", "ARCHITECTURE", "PATTERN"] | None,
+            Field(description="DECISION (default), ARCHITECTURE or PATTERN."),
+        ] = None,
         refs: Refs = None,
         relevance: RelevanceArg = None,
         project: ProjectArg = None,
@@ -349,15 +387,15 @@ def _register(server):
     @_tool_errors
     def log_learning(
         text: Text,
-        category: Annotated[Literal["OBSERVATION", "PATTERN"] | None,
-                            Field(description="OBSERVATION (default) or PATTERN.")] = None,
+        category: Annotated[
+            Literal["OBSERVATION", "PATTERN"] | None, Field(description="OBSERVATION (default) or PATTERN.")
+        ] = None,
         refs: Refs = None,
         relevance: RelevanceArg = None,
         project: ProjectArg = None,
         persona: PersonaArg = None,
     ) -> CallToolResult:
-        return _append("log_learning", persona, project, text=text, category=category, refs=refs,
-                       relevance=relevance)
+        return _append("log_learning", persona, project, text=text, category=category, refs=refs, relevance=relevance)
 
     @server.tool(
         annotations=appends,
@@ -389,7 +427,9 @@ def _register(server):
     )
     @db_work
     @_tool_errors
-    def daily_log(text: Text, refs: Refs = None, project: ProjectArg = None, persona: PersonaArg = None) -> CallToolResult:
+    def daily_log(
+        text: Text, refs: Refs = None, project: ProjectArg = None, persona: PersonaArg = None
+    ) -> CallToolResult:
         return _append("daily_log", persona, project, text=text, refs=refs)
 
     @server.tool(
@@ -419,12 +459,22 @@ def _register(server):
     ) -> CallToolResult:
         token = _agent()
         persona, project = _target(token, persona, project)
-        payload = s.InteractionIn(trigger_type=trigger_type, outcome=outcome, summary=summary,
-                                  files_changed=files_changed or [], transcript=transcript or [])
+        payload = s.InteractionIn(
+            trigger_type=trigger_type,
+            outcome=outcome,
+            summary=summary,
+            files_changed=files_changed or [],
+            transcript=transcript or [],
+        )
         persona_obj, project_obj = write_scope(token, persona, project)
         interaction = agent_interaction_submit(
-            token=token.model, persona=persona_obj, project=project_obj, trigger_type=payload.trigger_type,
-            outcome=payload.outcome, summary=payload.summary, files_changed=payload.files_changed,
+            token=token.model,
+            persona=persona_obj,
+            project=project_obj,
+            trigger_type=payload.trigger_type,
+            outcome=payload.outcome,
+            summary=payload.summary,
+            files_changed=payload.files_changed,
             transcript=[entry.model_dump(mode="json") for entry in payload.transcript],
         )
         data = interaction_out(interaction, interaction.lessons.values_list("pk", flat=True))

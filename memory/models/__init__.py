@@ -1,3 +1,12 @@
+from memory.compaction.models import *  # noqa: F403
+from memory.digest.models import *  # noqa: F403
+from memory.formats.models import *  # noqa: F403
+from memory.pipeline.models import *  # noqa: F403
+from memory.promotions.models import *  # noqa: F403
+from memory.refinement.models import *  # noqa: F403
+from memory.refs.models import *  # noqa: F403
+from memory.sync.models import *  # noqa: F403
+
 from .core import (  # noqa: F401
     ALL_CATEGORIES,
     CORE_CATEGORIES,
@@ -18,11 +27,3 @@ from .core import (  # noqa: F401
     content_hash,
     normalize_text,
 )
-from memory.compaction.models import *  # noqa: F401,F403,E402
-from memory.digest.models import *  # noqa: F401,F403,E402
-from memory.formats.models import *  # noqa: F401,F403,E402
-from memory.pipeline.models import *  # noqa: F401,F403,E402
-from memory.promotions.models import *  # noqa: F401,F403,E402
-from memory.refinement.models import *  # noqa: F401,F403,E402
-from memory.refs.models import *  # noqa: F401,F403,E402
-from memory.sync.models import *  # noqa: F401,F403,E402

@@ -138,9 +138,11 @@ class LessonQuerySet(models.QuerySet):
             path = path[: lines.start()].lstrip("./")
             first = int(lines["start"])
             last = max(first, int(lines["end"] or first))
-            covers = (models.Q(refs__start_line__isnull=True)
-                      | models.Q(refs__start_line__lte=last, refs__end_line__gte=first)
-                      | models.Q(refs__start_line__lte=last, refs__start_line__gte=first, refs__end_line__isnull=True))
+            covers = (
+                models.Q(refs__start_line__isnull=True)
+                | models.Q(refs__start_line__lte=last, refs__end_line__gte=first)
+                | models.Q(refs__start_line__lte=last, refs__start_line__gte=first, refs__end_line__isnull=True)
+            )
             # One filter() call, so the path and the lines are checked on the same ref.
             return self.filter(models.Q(refs__path=path) & covers).distinct()
         path = path.lstrip("./")
@@ -179,15 +181,27 @@ class Lesson(models.Model):
 
     # Provenance
     interaction = models.ForeignKey(
-        "memory.Interaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="lessons",
+        "memory.Interaction",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="lessons",
         db_index=False,
     )
     derived_from = models.ManyToManyField(
-        "self", symmetrical=False, blank=True, related_name="derivatives",
+        "self",
+        symmetrical=False,
+        blank=True,
+        related_name="derivatives",
         help_text="Lessons this one was promoted, merged or reflected from.",
     )
     superseded_by = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes", db_index=False,
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="supersedes",
+        db_index=False,
     )
     source_entry_ids = models.JSONField(default=list, blank=True)
     observed_at = models.DateTimeField(null=True, blank=True)
@@ -202,13 +216,16 @@ class Lesson(models.Model):
         indexes = [
             models.Index(fields=["memory", "status", "tier"], name="lesson_memory_status_tier"),
             models.Index(fields=["memory", "content_hash"], name="lesson_memory_hash"),
-            models.Index(fields=["interaction"], name="lesson_interaction",
-                         condition=models.Q(interaction__isnull=False)),
-            models.Index(fields=["superseded_by"], name="lesson_superseded_by",
-                         condition=models.Q(superseded_by__isnull=False)),
+            models.Index(
+                fields=["interaction"], name="lesson_interaction", condition=models.Q(interaction__isnull=False)
+            ),
+            models.Index(
+                fields=["superseded_by"], name="lesson_superseded_by", condition=models.Q(superseded_by__isnull=False)
+            ),
             # Compiling reads the must-keep lessons of a memory on every agent turn.
             models.Index(
-                fields=["memory", "status"], name="lesson_must_keep",
+                fields=["memory", "status"],
+                name="lesson_must_keep",
                 condition=models.Q(protected=True) | models.Q(relevance="critical"),
             ),
         ]
@@ -251,8 +268,9 @@ class LessonRef(models.Model):
     position = models.PositiveSmallIntegerField(default=0)
     # Where the ref was last seen true in the repository (memory.refs); rows are replaced on
     # every write, the anchor outlives them.
-    anchor = models.ForeignKey("memory.RefAnchor", null=True, blank=True, on_delete=models.SET_NULL,
-                               related_name="refs", db_index=False)
+    anchor = models.ForeignKey(
+        "memory.RefAnchor", null=True, blank=True, on_delete=models.SET_NULL, related_name="refs", db_index=False
+    )
 
     class Meta:
         ordering = ["lesson_id", "position", "id"]
@@ -318,9 +336,7 @@ class ChangeBatch(models.Model):
     actor_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     actor_label = models.CharField(max_length=200, blank=True, help_text="Agent token name or job run.")
     created_at = models.DateTimeField(default=timezone.now)
-    reverted_by = models.OneToOneField(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reverts"
-    )
+    reverted_by = models.OneToOneField("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reverts")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -362,14 +378,21 @@ class Change(models.Model):
     after = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     reverted_by = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reverts", db_index=False,
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="reverts",
+        db_index=False,
     )
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["lesson", "-id"], name="change_lesson_recent"),
-            models.Index(fields=["reverted_by"], name="change_reverted_by", condition=models.Q(reverted_by__isnull=False)),
+            models.Index(
+                fields=["reverted_by"], name="change_reverted_by", condition=models.Q(reverted_by__isnull=False)
+            ),
         ]
 
     def __str__(self):

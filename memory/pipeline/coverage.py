@@ -21,10 +21,13 @@ def coverage_counts(memory, lesson_ids=None):
     """{lesson_id: count} for the memory's lessons (or only `lesson_ids`), in two queries."""
     counts = Counter()
     through = PromotionCandidate.supporting.through.objects.filter(
-        promotioncandidate__memory=memory, promotioncandidate__status=PromotionCandidate.Status.PENDING,
+        promotioncandidate__memory=memory,
+        promotioncandidate__status=PromotionCandidate.Status.PENDING,
     )
     derived = Lesson.derived_from.through.objects.filter(
-        from_lesson__memory=memory, from_lesson__tier=Tier.CORE, from_lesson__status=LessonStatus.ACTIVE,
+        from_lesson__memory=memory,
+        from_lesson__tier=Tier.CORE,
+        from_lesson__status=LessonStatus.ACTIVE,
     )
     if lesson_ids is not None:
         lesson_ids = list(lesson_ids)

@@ -46,8 +46,11 @@ class PipelineRun(models.Model):
         ordering = ["-created_at", "-id"]
         indexes = [
             # The review queue's failed runs to look at: a few among every run ever made.
-            models.Index(fields=["memory", "created_at"], name="pipeline_run_to_look_at",
-                         condition=models.Q(status__in=["failed"], looked_at__isnull=True)),
+            models.Index(
+                fields=["memory", "created_at"],
+                name="pipeline_run_to_look_at",
+                condition=models.Q(status__in=["failed"], looked_at__isnull=True),
+            ),
         ]
 
     def __str__(self):

@@ -11,15 +11,16 @@ from django.utils import timezone
 
 from memory.engines.base import ToolCall
 
-STOPWORDS = set("""a an the and or but if then else of to in on at by for with from into over under about as is are
-was were be been being it its this that these those there here we you they he she i me my our your their them
-not no yes do does did done have has had will would should could can may might must so than too very just also
-user assistant agent tool asked said says told please thanks thank ok okay let lets use used using get got make
-made need needs one two new now when what which who why how all any some more most""".split())
+STOPWORDS = set(
+    ["a", "an", "the", "and", "or", "but", "if", "then", "else", "of", "to", "in", "on", "at", "by", "for", "with", "from", "into", "over", "under", "about", "as", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "here", "we", "you", "they", "he", "she", "i", "me", "my", "our", "your", "their", "them", "not", "no", "yes", "do", "does", "did", "done", "have", "has", "had", "will", "would", "should", "could", "can", "may", "might", "must", "so", "than", "too", "very", "just", "also", "user", "assistant", "agent", "tool", "asked", "said", "says", "told", "please", "thanks", "thank", "ok", "okay", "let", "lets", "use", "used", "using", "get", "got", "make", "made", "need", "needs", "one", "two", "new", "now", "when", "what", "which", "who", "why", "how", "all", "any", "some", "more", "most"]
+)
 
 CRITICAL_RE = re.compile(r"\b(never|always|must not|don't|do not|stop doing|no,)\b", re.I)
-HIGH_RE = re.compile(r"\b(decided|decision|chose|switch|instead|because|root cause|fails?|failed|error|bug|"
-                     r"blocker|constraint|completed|resolved|fixed)\b", re.I)
+HIGH_RE = re.compile(
+    r"\b(decided|decision|chose|switch|instead|because|root cause|fails?|failed|error|bug|"
+    r"blocker|constraint|completed|resolved|fixed)\b",
+    re.I,
+)
 LOW_RE = re.compile(r"^(ok|okay|thanks|thank you|sure|done|yes|no|got it|great)\W*$", re.I)
 
 
@@ -48,6 +49,7 @@ def substantive(entry):
 
 def observer_policy(entries):
     """One observation per substantive entry, in one call; then stop."""
+
     def policy(history):
         if history:
             return []
@@ -56,11 +58,18 @@ def observer_policy(entries):
             if not substantive(entry):
                 continue
             text = " ".join(entry["text"].split())
-            observations.append({"timestamp": _entry_stamp(entry), "content": text,
-                                 "relevance": rule_relevance(text), "sourceEntryIds": [entry["id"]]})
+            observations.append(
+                {
+                    "timestamp": _entry_stamp(entry),
+                    "content": text,
+                    "relevance": rule_relevance(text),
+                    "sourceEntryIds": [entry["id"]],
+                }
+            )
         if not observations:
             return []
         return [ToolCall("offline-observer-1", "record_observations", {"observations": observations})]
+
     return policy
 
 
@@ -75,8 +84,11 @@ def reflection_groups(lessons, covered=()):
     from memory.promotions.reflections import ObservationGroups
 
     by_id = {l.pk: l for l in lessons}
-    return [[by_id[i] for i in ids] for ids in ObservationGroups.of_lessons(lessons).groups()
-            if not any(set(ids) <= have for have in covered)]
+    return [
+        [by_id[i] for i in ids]
+        for ids in ObservationGroups.of_lessons(lessons).groups()
+        if not any(set(ids) <= have for have in covered)
+    ]
 
 
 def reflection_text(group):
@@ -88,26 +100,36 @@ def reflection_text(group):
 
 def reflector_policy(lessons, pass_no, existing, covered=()):
     """Pass 1: one reflection per group of related observations. Pass 2: nothing more offline."""
+
     def policy(history):
         if history or pass_no != 1:
             return []
-        reflections = [{"content": reflection_text(g), "supportingObservationIds": [str(l.pk) for l in g]}
-                       for g in reflection_groups(lessons, covered)]
+        reflections = [
+            {"content": reflection_text(g), "supportingObservationIds": [str(l.pk) for l in g]}
+            for g in reflection_groups(lessons, covered)
+        ]
         if not reflections:
             return []
         return [ToolCall("offline-reflector-1", "record_reflections", {"reflections": reflections})]
+
     return policy
 
 
 def pruner_policy(lessons, coverage, tokens_to_cut, cost):
     """Oldest covered low, then medium observations until the cut is reached; never critical or protected."""
+
     def policy(history):
         if history:
             return []
         order = {"low": 0, "medium": 1}
         candidates = [l for l in lessons if l.relevance in order and not l.protected and coverage.get(l.pk, 0) > 0]
-        candidates.sort(key=lambda l: (order[l.relevance], l.observed_at or timezone.make_aware(
-            datetime.combine(l.lesson_date, datetime.min.time())), l.pk))
+        candidates.sort(
+            key=lambda l: (
+                order[l.relevance],
+                l.observed_at or timezone.make_aware(datetime.combine(l.lesson_date, datetime.min.time())),
+                l.pk,
+            )
+        )
         ids, cut = [], 0
         for lesson in candidates:
             if cut >= tokens_to_cut:
@@ -117,4 +139,5 @@ def pruner_policy(lessons, coverage, tokens_to_cut, cost):
         if not ids:
             return []
         return [ToolCall("offline-pruner-1", "drop_observations", {"ids": ids})]
+
     return policy

@@ -14,16 +14,32 @@ from memory import services
 from memory.compaction.draft import KEPT, Draft, DraftDrop, DraftLine
 from memory.compaction.services import CompactionError, compaction_store_draft
 from memory.models import (
-    Category, CompactionProposal, Lesson, LessonStatus, Memory, PromotionCandidate, Relevance, Tier, content_hash,
+    Category,
+    CompactionProposal,
+    Lesson,
+    LessonStatus,
+    Memory,
+    PromotionCandidate,
+    Relevance,
+    Tier,
+    content_hash,
 )
 from memory.pipeline import offline, prompts
 from memory.pipeline.coverage import coverage_counts, coverage_tag
+from memory.pipeline.tools import (
+    DROP_OBSERVATIONS,
+    RECORD_OBSERVATIONS,
+    RECORD_REFLECTIONS,
+    ObserverTool,
+    PrunerTool,
+    ReflectorTool,
+)
 from memory.pipeline.transcripts import render_chunk, transcript_entries
 from memory.promotions.reflections import (
-    ObservationGroups, covered_lesson_sets, reflection_propose, reflection_support,
-)
-from memory.pipeline.tools import (
-    DROP_OBSERVATIONS, RECORD_OBSERVATIONS, RECORD_REFLECTIONS, ObserverTool, PrunerTool, ReflectorTool,
+    ObservationGroups,
+    covered_lesson_sets,
+    reflection_propose,
+    reflection_support,
 )
 from memory.refs import refs_in_text
 
@@ -58,15 +74,24 @@ def observation_line(lesson, coverage=None):
 
 
 def _active_working(memory):
-    return list(Lesson.objects.filter(memory=memory, tier=Tier.WORKING, status=LessonStatus.ACTIVE)
-                .order_by("id").prefetch_related("refs"))
+    return list(
+        Lesson.objects.filter(memory=memory, tier=Tier.WORKING, status=LessonStatus.ACTIVE)
+        .order_by("id")
+        .prefetch_related("refs")
+    )
 
 
 def _current_reflection_texts(memory):
-    pending = list(PromotionCandidate.objects.filter(memory=memory, status=PromotionCandidate.Status.PENDING)
-                   .order_by("id").values_list("text", flat=True))
-    core = list(Lesson.objects.filter(memory=memory, tier=Tier.CORE, status=LessonStatus.ACTIVE)
-                .order_by("id").values_list("text", flat=True))
+    pending = list(
+        PromotionCandidate.objects.filter(memory=memory, status=PromotionCandidate.Status.PENDING)
+        .order_by("id")
+        .values_list("text", flat=True)
+    )
+    core = list(
+        Lesson.objects.filter(memory=memory, tier=Tier.CORE, status=LessonStatus.ACTIVE)
+        .order_by("id")
+        .values_list("text", flat=True)
+    )
     return core + pending
 
 
@@ -85,7 +110,8 @@ def observe(ctx):
     working = _active_working(ctx.memory)
     recorded = []
     tool = ObserverTool(
-        allowed_ids=[e["id"] for e in entries], known_hashes={l.content_hash for l in working},
+        allowed_ids=[e["id"] for e in entries],
+        known_hashes={l.content_hash for l in working},
         on_record=lambda when, content, relevance, ids: recorded.append((when, content, relevance, ids)),
     )
     prompt = (
@@ -97,10 +123,17 @@ def observe(ctx):
         f"{render_chunk(entries)}"
     )
     ctx.run_tools(
-        system=prompts.OBSERVER_SYSTEM, prompt=prompt, tool=RECORD_OBSERVATIONS, handler=tool,
-        purpose="pipeline observer", policy=offline.observer_policy(entries),
-        deltas=lambda: {"observations_added": tool.added, "duplicates_skipped": tool.duplicates,
-                        "rejected": tool.rejected},
+        system=prompts.OBSERVER_SYSTEM,
+        prompt=prompt,
+        tool=RECORD_OBSERVATIONS,
+        handler=tool,
+        purpose="pipeline observer",
+        policy=offline.observer_policy(entries),
+        deltas=lambda: {
+            "observations_added": tool.added,
+            "duplicates_skipped": tool.duplicates,
+            "rejected": tool.rejected,
+        },
     )
     if recorded:
         _store_observations(ctx, recorded)
@@ -117,10 +150,19 @@ def _store_observations(ctx, recorded):
         # Code the observation or its cited entries name (path#Lx-Ly) becomes the lesson's refs.
         refs = refs_in_text(content, *(entry_text.get(i, "") for i in source_ids))
         services.lesson_create(
-            memory=ctx.memory, tier=Tier.WORKING, category=Category.OBSERVATION, text=content, relevance=relevance,
+            memory=ctx.memory,
+            tier=Tier.WORKING,
+            category=Category.OBSERVATION,
+            text=content,
+            relevance=relevance,
             refs=refs,
-            lesson_date=timezone.localdate(when), observed_at=when, source_entry_ids=source_ids,
-            interaction=ctx.run.interaction, actor=actor, batch=batch, bump=False,
+            lesson_date=timezone.localdate(when),
+            observed_at=when,
+            source_entry_ids=source_ids,
+            interaction=ctx.run.interaction,
+            actor=actor,
+            batch=batch,
+            bump=False,
         )
     services.memory_bump_version(ctx.memory)
 
@@ -162,23 +204,35 @@ def reflect(ctx):
             new[key[1]][1].update(ids)
         else:
             merges[key].update(ids)
-        return len(current_support(key) - before) > 0 or key[0] == "core" and bool(set(ids) - before)
+        return len(current_support(key) - before) > 0 or (key[0] == "core" and bool(set(ids) - before))
 
     obs_lines = [observation_line(l) for l in working]
     for pass_no in range(1, REFLECTOR_MAX_PASSES + 1):
         ctx.progress.enter("reflector", pass_no, REFLECTOR_MAX_PASSES)
-        tool = ReflectorTool(observation_ids=[l.pk for l in working], existing=existing, on_new=on_new,
-                             on_merge=on_merge, min_support=2 if pass_no == 1 else 1)
+        tool = ReflectorTool(
+            observation_ids=[l.pk for l in working],
+            existing=existing,
+            on_new=on_new,
+            on_merge=on_merge,
+            min_support=2 if pass_no == 1 else 1,
+        )
         reflections = _current_reflection_texts(ctx.memory) + [c for c, _ in new]
         prompt = (
             f"{prompts.pass_guidance(prompts.REFLECTOR_PASSES, pass_no, REFLECTOR_MAX_PASSES)}\n\n"
             f"CURRENT REFLECTIONS:\n{_bulleted(reflections)}\n\nOBSERVATIONS:\n{_bulleted(obs_lines)}"
         )
         ctx.run_tools(
-            system=prompts.REFLECTOR_SYSTEM, prompt=prompt, tool=RECORD_REFLECTIONS, handler=tool,
-            purpose="pipeline reflector", policy=offline.reflector_policy(working, pass_no, existing, covered),
-            deltas=lambda: {"reflections_added": tool.added, "reflections_merged": tool.merged,
-                            "rejected": tool.rejected},
+            system=prompts.REFLECTOR_SYSTEM,
+            prompt=prompt,
+            tool=RECORD_REFLECTIONS,
+            handler=tool,
+            purpose="pipeline reflector",
+            policy=offline.reflector_policy(working, pass_no, existing, covered),
+            deltas=lambda: {
+                "reflections_added": tool.added,
+                "reflections_merged": tool.merged,
+                "rejected": tool.rejected,
+            },
         )
         existing = tool.existing
     if new or any(merges.values()):
@@ -210,13 +264,27 @@ def _store_reflections(ctx, working, new, merges, by_key, covered=()):
         ref_union = list(dict.fromkeys(r for i in ids for r in refs[i]))
         if to_core:
             services.lesson_create(
-                memory=ctx.memory, tier=Tier.CORE, category=_choose_category(content), text=content, refs=ref_union,
-                relevance=Relevance.highest(lessons[i].relevance for i in ids), actor=actor, batch=ctx.batch(),
-                derived_from=[lessons[i] for i in ids], bump=False,
+                memory=ctx.memory,
+                tier=Tier.CORE,
+                category=_choose_category(content),
+                text=content,
+                refs=ref_union,
+                relevance=Relevance.highest(lessons[i].relevance for i in ids),
+                actor=actor,
+                batch=ctx.batch(),
+                derived_from=[lessons[i] for i in ids],
+                bump=False,
             )
             continue
-        reflection_propose(memory=ctx.memory, text=content, category=_choose_category(content),
-                           lessons=[lessons[i] for i in ids], refs=ref_union, engine=engine, run_id=ctx.run.pk)
+        reflection_propose(
+            memory=ctx.memory,
+            text=content,
+            category=_choose_category(content),
+            lessons=[lessons[i] for i in ids],
+            refs=ref_union,
+            engine=engine,
+            run_id=ctx.run.pk,
+        )
     for key, ids in merges.items():
         obj = by_key[key]
         if key[0] == "candidate":
@@ -251,14 +319,20 @@ def prune(ctx):
         still = max(0, memory_tokens(remaining) - budget)
         if still == 0:
             break
-        pressure = (f"Pool: {len(remaining)} observations, about {memory_tokens(remaining)} tokens. Target: "
-                    f"{budget} tokens. Still to cut: about {still} tokens. "
-                    f"{prompts.pass_guidance(prompts.PRUNER_PASSES, pass_no, PRUNER_MAX_PASSES)}")
+        pressure = (
+            f"Pool: {len(remaining)} observations, about {memory_tokens(remaining)} tokens. Target: "
+            f"{budget} tokens. Still to cut: about {still} tokens. "
+            f"{prompts.pass_guidance(prompts.PRUNER_PASSES, pass_no, PRUNER_MAX_PASSES)}"
+        )
         lines = [observation_line(l, coverage.get(l.pk, 0)) for l in remaining]
         prompt = f"{pressure}\n\nOBSERVATIONS:\n" + "\n".join(lines)
         ctx.run_tools(
-            system=prompts.PRUNER_SYSTEM, prompt=prompt, tool=DROP_OBSERVATIONS, handler=tool,
-            purpose="pipeline pruner", policy=offline.pruner_policy(remaining, coverage, still, lesson_tokens),
+            system=prompts.PRUNER_SYSTEM,
+            prompt=prompt,
+            tool=DROP_OBSERVATIONS,
+            handler=tool,
+            purpose="pipeline pruner",
+            policy=offline.pruner_policy(remaining, coverage, still, lesson_tokens),
             deltas=lambda: {"observations_dropped": len(tool.dropped)},
         )
         for lesson_id in tool.dropped[dropped_before:]:
@@ -279,15 +353,32 @@ def _store_drop_proposal(ctx, working, dropped, drop_pass, coverage, base_versio
     dropped_set = set(dropped)
     by_id = {l.pk: l for l in working}
     draft = Draft(
-        lines=[DraftLine(category=l.category, text=l.text, refs=[r.as_text() for r in l.refs.all()],
-                         source_ids=[l.pk], kind=KEPT) for l in working if l.pk not in dropped_set],
-        drops=[DraftDrop(i, PRUNE_REASON.format(pass_no=drop_pass.get(i, 1), relevance=by_id[i].relevance,
-                                                coverage=coverage_tag(coverage.get(i, 0)))) for i in dropped],
+        lines=[
+            DraftLine(
+                category=l.category, text=l.text, refs=[r.as_text() for r in l.refs.all()], source_ids=[l.pk], kind=KEPT
+            )
+            for l in working
+            if l.pk not in dropped_set
+        ],
+        drops=[
+            DraftDrop(
+                i,
+                PRUNE_REASON.format(
+                    pass_no=drop_pass.get(i, 1), relevance=by_id[i].relevance, coverage=coverage_tag(coverage.get(i, 0))
+                ),
+            )
+            for i in dropped
+        ],
     )
     return compaction_store_draft(
-        memory=ctx.memory, lessons=working, draft=draft, base_version=base_version,
-        actor=services.Actor.system("observation pipeline"), engine=getattr(ctx.engine, "provider", ""),
-        model_name=getattr(ctx.engine, "model", "") or "", trigger=CompactionProposal.Trigger.PRUNING,
+        memory=ctx.memory,
+        lessons=working,
+        draft=draft,
+        base_version=base_version,
+        actor=services.Actor.system("observation pipeline"),
+        engine=getattr(ctx.engine, "provider", ""),
+        model_name=getattr(ctx.engine, "model", "") or "",
+        trigger=CompactionProposal.Trigger.PRUNING,
         trigger_detail=f"Pipeline run #{ctx.run.pk}: working memory over its token budget",
         target_lines=len(draft.lines),
     )

@@ -86,19 +86,19 @@ Stopping with nothing dropped is fine when nothing is safe to drop."""
 
 REFLECTOR_PASSES = {
     1: "Pass 1 of {max_passes}: synthesis across observations. Record only patterns supported by at least "
-       "two observations. Leave single facts for the last pass.",
+    "two observations. Leave single facts for the last pass.",
     2: "Pass 2 of {max_passes}: single durable facts and coverage. Capture decisions, constraints, "
-       "corrections and finished milestones that still lack a reflection, and add support ids to "
-       "existing reflections for high, critical and older medium observations they already capture.",
+    "corrections and finished milestones that still lack a reflection, and add support ids to "
+    "existing reflections for high, critical and older medium observations they already capture.",
 }
 
 PRUNER_PASSES = {
     1: "Pass 1 of {max_passes}: clear-cut drops only: old reinforced or cited low/medium observations, "
-       "exact and near duplicates, superseded observations and routine acknowledgements. Leave uncited "
-       "observations unless they are duplicates.",
+    "exact and near duplicates, superseded observations and routine acknowledgements. Leave uncited "
+    "observations unless they are duplicates.",
     2: "Pass 2 of {max_passes}: the last pass. Compress by topic and by age: in the older half, drop "
-       "low and medium observations that carry no outcome, preferring covered ones; keep the most recent "
-       "third in detail. Do not drop to hit the number if the drop is not sound.",
+    "low and medium observations that carry no outcome, preferring covered ones; keep the most recent "
+    "third in detail. Do not drop to hit the number if the drop is not sound.",
 }
 
 CONTEXT_USAGE = """How to use this memory: core lessons are permanent and approved; working memory holds

@@ -7,8 +7,12 @@ from memory.models import Lesson, LessonStatus, PromotionCandidate, Relevance, T
 
 def relevance_histogram(memory):
     """{relevance: count} of the active working lessons, in every relevance order (one query)."""
-    counts = dict(Lesson.objects.filter(memory=memory, tier=Tier.WORKING, status=LessonStatus.ACTIVE)
-                  .order_by().values_list("relevance").annotate(n=Count("id")))
+    counts = dict(
+        Lesson.objects.filter(memory=memory, tier=Tier.WORKING, status=LessonStatus.ACTIVE)
+        .order_by()
+        .values_list("relevance")
+        .annotate(n=Count("id"))
+    )
     return [(r.value, counts.get(r.value, 0)) for r in Relevance]
 
 
@@ -17,13 +21,18 @@ def run_results(run):
     sends reflections straight to core, core lessons. Three queries."""
     lessons = []
     if run.batch_id:
-        lessons = list(Lesson.objects.filter(changes__batch_id=run.batch_id, changes__action="create")
-                       .prefetch_related("refs").order_by("id").distinct())
+        lessons = list(
+            Lesson.objects.filter(changes__batch_id=run.batch_id, changes__action="create")
+            .prefetch_related("refs")
+            .order_by("id")
+            .distinct()
+        )
     return {
         "observations": [l for l in lessons if l.tier == Tier.WORKING],
         "core": [l for l in lessons if l.tier == Tier.CORE],
-        "reflections": list(PromotionCandidate.objects.filter(memory_id=run.memory_id, evidence__run=run.pk)
-                            .order_by("id")),
+        "reflections": list(
+            PromotionCandidate.objects.filter(memory_id=run.memory_id, evidence__run=run.pk).order_by("id")
+        ),
     }
 
 
@@ -32,5 +41,9 @@ def runs_needing_a_look():
     from memory.models import PipelineRun
     from memory.review_queue import runs_needing_a_look as needing
 
-    return needing(PipelineRun, failed_statuses=[PipelineRun.Status.FAILED],
-                   completed_status=PipelineRun.Status.COMPLETED, started_field="created_at")
+    return needing(
+        PipelineRun,
+        failed_statuses=[PipelineRun.Status.FAILED],
+        completed_status=PipelineRun.Status.COMPLETED,
+        started_field="created_at",
+    )

@@ -14,9 +14,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from memory import services
-from memory.jobs import enqueue_on_commit
 from memory.engines.base import EngineError
 from memory.engines.registry import get_engine
+from memory.jobs import enqueue_on_commit
 from memory.models import ChangeBatch, Interaction, Memory, PipelineRun
 from memory.pipeline import phases
 from memory.pipeline.transcripts import parse_pasted_transcript
@@ -44,9 +44,10 @@ def pipeline_sweep(*, memory_id=None):
     if memory_id is not None:
         stuck = stuck.filter(memory_id=memory_id)
     return stuck.update(
-        status=PipelineRun.Status.FAILED, finished_at=timezone.now(),
+        status=PipelineRun.Status.FAILED,
+        finished_at=timezone.now(),
         error=f"No progress for {settings.PIPELINE_HEARTBEAT_TIMEOUT} s: the worker running it stopped. "
-              "Anything it stored is in its batch and can be reverted from the memory's history.",
+        "Anything it stored is in its batch and can be reverted from the memory's history.",
     )
 
 
@@ -64,12 +65,17 @@ def pipeline_start(*, memory, actor, interaction=None, transcript_text=""):
         if not entries:
             raise PipelineError("The pasted transcript has no entries.")
         interaction = Interaction.objects.create(
-            memory=memory, trigger_type="pasted transcript", summary=entries[0]["text"][:200], transcript=entries,
+            memory=memory,
+            trigger_type="pasted transcript",
+            summary=entries[0]["text"][:200],
+            transcript=entries,
         )
     if interaction is not None and interaction.memory_id != memory.pk:
         raise PipelineError("That interaction belongs to another memory.")
     run = PipelineRun.objects.create(
-        memory=memory, interaction=interaction, created_by=actor.user,
+        memory=memory,
+        interaction=interaction,
+        created_by=actor.user,
     )
     enqueue_on_commit("memory.pipeline.run", run.pk)
     return run
@@ -113,6 +119,7 @@ def _counting(progress, handler, delta_fn):
         after = delta_fn()
         progress.bump(tool_calls=1, **{k: after[k] - before[k] for k in after})
         return result
+
     return wrapped
 
 
@@ -131,16 +138,22 @@ def pipeline_run_execute(*, run_id, engine=None):
         phases.reflect(ctx)
         phases.prune(ctx)
     except EngineError as exc:
-        progress.save(status=PipelineRun.Status.FAILED, error=f"The {getattr(engine, 'provider', 'model')} "
-                      f"engine failed: {exc}", finished_at=timezone.now())
+        progress.save(
+            status=PipelineRun.Status.FAILED,
+            error=f"The {getattr(engine, 'provider', 'model')} engine failed: {exc}",
+            finished_at=timezone.now(),
+        )
         return run
     except PipelineError as exc:
         progress.save(status=PipelineRun.Status.FAILED, error=str(exc), finished_at=timezone.now())
         return run
     except Exception as exc:
         # Never leave a run "running" for ever: the page would poll it and block the next run.
-        progress.save(status=PipelineRun.Status.FAILED, finished_at=timezone.now(),
-                      error=f"The run stopped on an unexpected error ({type(exc).__name__}); see the server log.")
+        progress.save(
+            status=PipelineRun.Status.FAILED,
+            finished_at=timezone.now(),
+            error=f"The run stopped on an unexpected error ({type(exc).__name__}); see the server log.",
+        )
         raise
     completed = list(run.completed_phases)
     if run.phase and run.phase not in completed:
@@ -159,14 +172,22 @@ class _RunContext:
     def batch(self):
         if self.run.batch_id is None:
             batch = services.batch_create(
-                memory=self.memory, kind=ChangeBatch.Kind.PIPELINE, actor=services.Actor.system("observation pipeline"),
-                label=f"Pipeline run #{self.run.pk}", reason="Observations and reflections from the pipeline.",
+                memory=self.memory,
+                kind=ChangeBatch.Kind.PIPELINE,
+                actor=services.Actor.system("observation pipeline"),
+                label=f"Pipeline run #{self.run.pk}",
+                reason="Observations and reflections from the pipeline.",
             )
             self.progress.save(batch=batch)
         return self.run.batch
 
     def run_tools(self, *, system, prompt, tool, handler, purpose, policy, deltas):
         return self.engine.run_tools(
-            system=system, prompt=prompt, tools=[tool], handler=_counting(self.progress, handler, deltas),
-            purpose=purpose, max_turns=MAX_TURNS, offline_policy=policy,
+            system=system,
+            prompt=prompt,
+            tools=[tool],
+            handler=_counting(self.progress, handler, deltas),
+            purpose=purpose,
+            max_turns=MAX_TURNS,
+            offline_policy=policy,
         )

@@ -33,15 +33,23 @@ RECORD_OBSERVATIONS = Tool(
                 "items": {
                     "type": "object",
                     "properties": {
-                        "timestamp": {"type": "string", "pattern": TIMESTAMP_RE.pattern,
-                                      "description": "When it happened, 'YYYY-MM-DD HH:MM'."},
-                        "content": {"type": "string", "minLength": 1,
-                                    "description": "One line of plain prose; no tags, time or relevance."},
+                        "timestamp": {
+                            "type": "string",
+                            "pattern": TIMESTAMP_RE.pattern,
+                            "description": "When it happened, 'YYYY-MM-DD HH:MM'.",
+                        },
+                        "content": {
+                            "type": "string",
+                            "minLength": 1,
+                            "description": "One line of plain prose; no tags, time or relevance.",
+                        },
                         "relevance": {"type": "string", "enum": RELEVANCES},
-                        "sourceEntryIds": {"type": "array", "items": {"type": "string", "minLength": 1},
-                                           "minItems": 1,
-                                           "description": "Ids from the '[Source entry id: …]' labels that "
-                                                          "support this observation."},
+                        "sourceEntryIds": {
+                            "type": "array",
+                            "items": {"type": "string", "minLength": 1},
+                            "minItems": 1,
+                            "description": "Ids from the '[Source entry id: …]' labels that support this observation.",
+                        },
                     },
                     "required": ["timestamp", "content", "relevance", "sourceEntryIds"],
                 },
@@ -170,10 +178,14 @@ class ObserverTool:
         text = f"Stored {plural(added, 'new observation')}"
         text += f" ({plural(duplicates, 'duplicate')} skipped)." if duplicates else "."
         if rejected:
-            text += (f" {plural(rejected, 'observation')} refused: source entry ids missing or not in this chunk, "
-                     "or a field was invalid.")
-        text += (f" Stored so far in this run: {self.total}. If parts of the chunk are still uncovered, call "
-                 "again; otherwise stop calling the tool and reply with one short sentence.")
+            text += (
+                f" {plural(rejected, 'observation')} refused: source entry ids missing or not in this chunk, "
+                "or a field was invalid."
+            )
+        text += (
+            f" Stored so far in this run: {self.total}. If parts of the chunk are still uncovered, call "
+            "again; otherwise stop calling the tool and reply with one short sentence."
+        )
         return ToolResult(call_id=call.id, content=text)
 
 
@@ -265,6 +277,8 @@ class PrunerTool:
         text += f" ({', '.join(str(i) for i in now_dropped)})." if now_dropped else "."
         if refused:
             text += " Refused: " + "; ".join(refused) + "."
-        text += (f" {len(self.pool) - len(self.dropped)} remain, about {self.remaining_tokens()} tokens. "
-                 "Stop and reply briefly when no further drop is sound.")
+        text += (
+            f" {len(self.pool) - len(self.dropped)} remain, about {self.remaining_tokens()} tokens. "
+            "Stop and reply briefly when no further drop is sound."
+        )
         return ToolResult(call_id=call.id, content=text)

@@ -24,8 +24,14 @@ def transcript_entries(raw):
         entry_id = str(item.get("id") or "").strip()
         text = str(item.get("text") or "").strip()
         if entry_id and text:
-            entries.append({"id": entry_id, "role": str(item.get("role") or "user").strip() or "user",
-                            "at": str(item.get("at") or "").strip(), "text": text})
+            entries.append(
+                {
+                    "id": entry_id,
+                    "role": str(item.get("role") or "user").strip() or "user",
+                    "at": str(item.get("at") or "").strip(),
+                    "text": text,
+                }
+            )
     return entries
 
 
@@ -49,8 +55,14 @@ def parse_pasted_transcript(text):
             continue
         match = LINE_RE.match(line)
         if match:
-            entries.append({"id": match["id"].strip(), "role": match["role"].strip().lower(),
-                            "at": (match["at"] or "").strip(), "text": match["text"].strip()})
+            entries.append(
+                {
+                    "id": match["id"].strip(),
+                    "role": match["role"].strip().lower(),
+                    "at": (match["at"] or "").strip(),
+                    "text": match["text"].strip(),
+                }
+            )
             continue
         role, sep, rest = line.partition(":")
         if sep and role.strip().lower() in ("user", "assistant", "tool", "system"):

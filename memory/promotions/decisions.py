@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory import services
+from memory.access import APPROVE, can
 from memory.models import (
     ActorType,
     ChangeBatch,
@@ -21,7 +22,6 @@ from memory.models import (
 from memory.promotions.candidates import PromotionError, Status, from_reflector
 from memory.promotions.detection_runs import promotion_detect_request
 from memory.promotions.selectors import core_usage_after
-from memory.access import APPROVE, can
 from memory.textcheck import check_text
 
 
@@ -64,8 +64,9 @@ def _describe_decision(candidate):
 
 
 def _already_decided(candidate):
-    return AlreadyDecided(_describe_decision(candidate), status=candidate.status,
-                          by=candidate.decided_by_label or "someone")
+    return AlreadyDecided(
+        _describe_decision(candidate), status=candidate.status, by=candidate.decided_by_label or "someone"
+    )
 
 
 def _require_approver(actor, memory=None):
@@ -111,8 +112,9 @@ def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, 
     final_category = candidate.category if category is None else category
     final_refs = candidate.refs if refs is None else refs
     # Checked before anything is written: the batch's label quotes the text.
-    services.validate_lesson_fields(tier=Tier.CORE, category=final_category, text=final_text,
-                                    relevance=Relevance.MEDIUM)
+    services.validate_lesson_fields(
+        tier=Tier.CORE, category=final_category, text=final_text, relevance=Relevance.MEDIUM
+    )
     edited = (final_text, final_category) != (candidate.text, candidate.category) or (
         refs is not None and [r.as_text() for r in services.clean_refs(final_refs)] != candidate.refs
     )
@@ -126,14 +128,26 @@ def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, 
             "Review the refreshed proposal instead."
         )
     batch = services.batch_create(
-        memory=memory, kind=ChangeBatch.Kind.PROMOTION, actor=actor, reason=reason,
-        label=(f"Promotion #{candidate.pk}" + (f" (bulk approval #{bulk.pk})" if bulk else "")
-               + f": {final_text[:120]}"),
+        memory=memory,
+        kind=ChangeBatch.Kind.PROMOTION,
+        actor=actor,
+        reason=reason,
+        label=(
+            f"Promotion #{candidate.pk}" + (f" (bulk approval #{bulk.pk})" if bulk else "") + f": {final_text[:120]}"
+        ),
     )
     core = services.lesson_create(
-        memory=memory, tier=Tier.CORE, category=final_category, text=final_text, refs=final_refs,
-        relevance=_highest_relevance(supporting), actor=actor, batch=batch, derived_from=supporting,
-        lesson_date=timezone.localdate(), bump=False,
+        memory=memory,
+        tier=Tier.CORE,
+        category=final_category,
+        text=final_text,
+        refs=final_refs,
+        relevance=_highest_relevance(supporting),
+        actor=actor,
+        batch=batch,
+        derived_from=supporting,
+        lesson_date=timezone.localdate(),
+        bump=False,
     )
     for lesson in supporting:
         if lesson.status != LessonStatus.ACTIVE:
@@ -141,8 +155,15 @@ def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, 
         services.lesson_promote(lesson=lesson, actor=actor, batch=batch, reason=f"Promoted into core lesson {core.pk}")
     now = timezone.now()
     updated = PromotionCandidate.objects.filter(pk=candidate.pk, status=Status.PENDING).update(
-        status=Status.APPROVED, decided_by=actor.user, decided_by_label=actor.label[:200], decided_at=now,
-        core_lesson=core, batch=batch, edited=edited, reason=reason, bulk=bulk,
+        status=Status.APPROVED,
+        decided_by=actor.user,
+        decided_by_label=actor.label[:200],
+        decided_at=now,
+        core_lesson=core,
+        batch=batch,
+        edited=edited,
+        reason=reason,
+        bulk=bulk,
     )
     if updated != 1:  # belt and braces for databases without row locks
         raise AlreadyDecided("This promotion was already decided by someone else.")
@@ -216,7 +237,11 @@ def promotion_bulk_decide(*, candidate_ids, actor, action, reason=""):
     reject = action == PromotionBulkDecision.Action.REJECT
     reason = _clean_reject_reason(reason) if reject else ""
     bulk = PromotionBulkDecision.objects.create(
-        action=action, reason=reason, decided_by=actor.user, decided_by_label=actor.label[:200], requested=ids,
+        action=action,
+        reason=reason,
+        decided_by=actor.user,
+        decided_by_label=actor.label[:200],
+        requested=ids,
     )
     outcome = BulkOutcome(bulk=bulk)
     found = {c.pk: c for c in PromotionCandidate.objects.filter(pk__in=ids).select_related("memory")}

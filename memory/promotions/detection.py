@@ -44,6 +44,7 @@ LINK_SIMILARITY_PER_DECADE = 0.025
 def link_similarity(n_lessons):
     return LINK_SIMILARITY + LINK_SIMILARITY_PER_DECADE * max(0.0, math.log10(max(n_lessons, 1) / 100))
 
+
 # Two lessons below this are unrelated and are never in one group, whatever else they resemble.
 MIN_PAIR_SIMILARITY = 0.04
 
@@ -209,8 +210,9 @@ class Similarity:
         self.cache = {}
         self.threshold = threshold = link_similarity(n)
         strong = self.dots >= threshold
-        self.strong = [(key // n, key % n, dot)
-                       for key, dot in zip(self.keys[strong].tolist(), self.dots[strong].tolist())]
+        self.strong = [
+            (key // n, key % n, dot) for key, dot in zip(self.keys[strong].tolist(), self.dots[strong].tolist())
+        ]
         self.beyond_topic = self._discount_file_topics(lessons)
 
     def _discount_file_topics(self, lessons):
@@ -240,7 +242,7 @@ class Similarity:
             if not topic:
                 continue
             for k, p in enumerate(positions):
-                for q in positions[k + 1:]:
+                for q in positions[k + 1 :]:
                     key = min(p, q) * n + max(p, q)
                     if key not in adjusted:
                         adjusted[key] = set()
@@ -384,7 +386,7 @@ def trim_loose_members(positions, sim, *, ratio=None):
             break
         members.remove(loosest)
     pairs = len(members) * (len(members) - 1) / 2
-    mean = sum(sim(p, q) for k, p in enumerate(members) for q in members[k + 1:]) / pairs
+    mean = sum(sim(p, q) for k, p in enumerate(members) for q in members[k + 1 :]) / pairs
     return members, mean
 
 
@@ -401,8 +403,12 @@ def group_of(members, cohesion=1.0):
     for facts in members:
         dates |= facts.dates
         confirmations.extend(facts.confirmation_ids)
-    return Group(lesson_ids=sorted(f.id for f in members), dates=dates, confirmation_ids=sorted(confirmations),
-                 cohesion=round(cohesion, 4))
+    return Group(
+        lesson_ids=sorted(f.id for f in members),
+        dates=dates,
+        confirmation_ids=sorted(confirmations),
+        cohesion=round(cohesion, 4),
+    )
 
 
 def find_groups(lessons, *, min_dates):

@@ -15,7 +15,16 @@ from django.utils import timezone
 from memory.engines.base import EngineError
 from memory.engines.registry import get_engine
 from memory.jobs import enqueue_on_commit
-from memory.models import DetectionRun, Lesson, LessonConfirmation, LessonRef, LessonStatus, Memory, PromotionCandidate, Tier
+from memory.models import (
+    DetectionRun,
+    Lesson,
+    LessonConfirmation,
+    LessonRef,
+    LessonStatus,
+    Memory,
+    PromotionCandidate,
+    Tier,
+)
 from memory.promotions import detection, proposals, verification, wording
 from memory.promotions.candidates import (
     COVERING_STATUSES,
@@ -56,7 +65,11 @@ class _Coverage:
             self.add(candidate)
 
     def add(self, candidate):
-        entry = (candidate, set(candidate.evidence.get("lessons", ())), set(candidate.evidence.get("confirmations", ())))
+        entry = (
+            candidate,
+            set(candidate.evidence.get("lessons", ())),
+            set(candidate.evidence.get("confirmations", ())),
+        )
         for lesson_id in entry[1]:
             self.by_lesson[lesson_id].append(entry)
 
@@ -81,8 +94,9 @@ def _load_facts(memory):
         Lesson.objects.filter(memory=memory, tier=Tier.WORKING, status=LessonStatus.ACTIVE)
         .order_by("id")
         # A lesson imported without a date only carries the import day for ordering: it is no date seen.
-        .annotate(seen_on=Case(When(undated=True, then=Value(None)), default=F("lesson_date"),
-                               output_field=DateField()))
+        .annotate(
+            seen_on=Case(When(undated=True, then=Value(None)), default=F("lesson_date"), output_field=DateField())
+        )
         .values_list("id", "text", "content_hash", "seen_on")
     )
     paths = defaultdict(list)
@@ -128,8 +142,9 @@ def _members(lesson_ids, words=None):
         refs[lesson_id].append(Ref(path=path, start_line=start, end_line=end))
     return [
         (
-            wording.Member(pk=pk, text=text, category=category, lesson_date=day, content_hash=key,
-                           words=(words or {}).get(pk)),
+            wording.Member(
+                pk=pk, text=text, category=category, lesson_date=day, content_hash=key, words=(words or {}).get(pk)
+            ),
             refs[pk],
         )
         for pk, text, category, day, key in Lesson.objects.filter(pk__in=lesson_ids)
@@ -189,7 +204,9 @@ def promotion_detect(*, memory, engine=None, place_new=True):
     try:
         result = _detect(memory, engine, budget, run, place_new)
     except DetectionError as exc:
-        run.status = DetectionRun.Status.OVER_BUDGET if isinstance(exc, DetectionOverBudget) else DetectionRun.Status.FAILED
+        run.status = (
+            DetectionRun.Status.OVER_BUDGET if isinstance(exc, DetectionOverBudget) else DetectionRun.Status.FAILED
+        )
         run.message = str(exc)
         _finish_run(run, budget)
         raise
@@ -226,7 +243,8 @@ def _detect(memory, engine, budget, run, place_new=True):
         found = [proposals.Proposed(group=g, found_by=PromotionCandidate.FoundBy.WORDS) for g in word_groups]
     current_groups = {tuple(p.group.lesson_ids) for p in found}
     coverage = _Coverage(
-        c for c in PromotionCandidate.objects.filter(memory=memory, status__in=COVERING_STATUSES)
+        c
+        for c in PromotionCandidate.objects.filter(memory=memory, status__in=COVERING_STATUSES)
         if not (c.status == Status.PENDING and (_is_stale(c, current_hashes) or _outdated(c, current_groups)))
     )
     new = [p for p in found if not coverage.covers(evidence_of(p.group))]
@@ -235,12 +253,17 @@ def _detect(memory, engine, budget, run, place_new=True):
     if new:
         if engine.provider in proposals.MODEL_PROVIDERS:
             try:
-                budget.check(proposals.estimate_checks(new, _texts([i for p in new for i in p.group.lesson_ids])),
-                             f"checking and wording {len(new)} group{'s' if len(new) != 1 else ''}")
+                budget.check(
+                    proposals.estimate_checks(new, _texts([i for p in new for i in p.group.lesson_ids])),
+                    f"checking and wording {len(new)} group{'s' if len(new) != 1 else ''}",
+                )
             except proposals.OverBudget as exc:
                 raise DetectionOverBudget(f"{exc}. No candidate was changed.") from None
-        checked = [(p, note) for p, note in _verified(memory, new, facts, engine, min_dates)
-                   if not coverage.covers(evidence_of(p.group))]
+        checked = [
+            (p, note)
+            for p, note in _verified(memory, new, facts, engine, min_dates)
+            if not coverage.covers(evidence_of(p.group))
+        ]
         words = {f.id: f.words for f in facts}
         grouped = [i for p, _ in checked for i in p.group.lesson_ids]
         members_by_id = {lesson.pk: (lesson, refs) for lesson, refs in _members(grouped, words)}
@@ -270,8 +293,12 @@ def _store_detection(memory, proposals, current_hashes, current_groups, group_co
             _supersede(candidate, now, "Its supporting lessons changed after it was proposed.")
             result.superseded.append(candidate)
         elif _outdated(candidate, current_groups):
-            _supersede(candidate, now, "Re-evaluated by the current detection: its lessons are not one group "
-                                       "that says the same thing on enough dates.")
+            _supersede(
+                candidate,
+                now,
+                "Re-evaluated by the current detection: its lessons are not one group "
+                "that says the same thing on enough dates.",
+            )
             result.superseded.append(candidate)
     coverage = _Coverage(candidates)
     # An earlier detector's candidate that is still a group found now is kept, under today's stamp.
@@ -284,10 +311,20 @@ def _store_detection(memory, proposals, current_hashes, current_groups, group_co
         evidence = evidence_of(item.group)
         if coverage.covers(evidence):
             continue
-        fresh.append(new_candidate(
-            memory, proposal, evidence, members, item.group.distinct_dates, now, detector=DETECTOR,
-            verification_note=note, found_by=item.found_by, proposal_reason=item.reason,
-        ))
+        fresh.append(
+            new_candidate(
+                memory,
+                proposal,
+                evidence,
+                members,
+                item.group.distinct_dates,
+                now,
+                detector=DETECTOR,
+                verification_note=note,
+                found_by=item.found_by,
+                proposal_reason=item.reason,
+            )
+        )
     created = insert_candidates(memory, fresh, now)
     for candidate in created:
         for old in coverage.overlapping(candidate.evidence["lessons"]):
@@ -356,10 +393,14 @@ def promotion_detect_run(*, memory_id, place_new=True):
         _set_status(memory_id, "failed", str(exc))
         return 0
     n, gone = len(result.created), len(result.superseded)
-    message = f"Detection found {n} new candidate{'s' if n != 1 else ''}" + (f" and superseded {gone}." if gone else ".")
+    message = f"Detection found {n} new candidate{'s' if n != 1 else ''}" + (
+        f" and superseded {gone}." if gone else "."
+    )
     run = result.run
     if run is not None and run.calls:
-        message += (f" The model was called {run.calls} time{'s' if run.calls != 1 else ''} "
-                    f"({run.tokens_in + run.tokens_out:,} tokens).")
+        message += (
+            f" The model was called {run.calls} time{'s' if run.calls != 1 else ''} "
+            f"({run.tokens_in + run.tokens_out:,} tokens)."
+        )
     _set_status(memory_id, "done", message)
     return n

@@ -19,11 +19,11 @@ the model's check of each group; the engine's calls are counted, not logged.
 
 import json
 from collections import defaultdict
-from types import SimpleNamespace
 from dataclasses import dataclass, field
 from datetime import date
 from itertools import combinations
 from pathlib import Path
+from types import SimpleNamespace
 
 from django.core.exceptions import ValidationError
 
@@ -159,15 +159,28 @@ def load_corpus(path):
             except ValidationError as exc:
                 _fail(spot, "; ".join(exc.messages))
             theme = item.get("theme")
-            lessons.append(CorpusLesson(
-                id=next_id, key=key, text=item["text"].strip(), day=_day(item.get("date"), spot),
-                category=str(item.get("category") or "OBSERVATION").upper(), refs=refs,
-                theme=str(theme) if theme not in (None, "") else None,
-                confirmed_on=[_day(d, spot) for d in item.get("confirmed_on") or []],
-            ))
+            lessons.append(
+                CorpusLesson(
+                    id=next_id,
+                    key=key,
+                    text=item["text"].strip(),
+                    day=_day(item.get("date"), spot),
+                    category=str(item.get("category") or "OBSERVATION").upper(),
+                    refs=refs,
+                    theme=str(theme) if theme not in (None, "") else None,
+                    confirmed_on=[_day(d, spot) for d in item.get("confirmed_on") or []],
+                )
+            )
             next_id += 1
-        memories.append(CorpusMemory(name=str(raw.get("name") or f"memory {m + 1}"), threshold=threshold,
-                                     holdout=bool(raw.get("holdout")), lessons=lessons, proposed_by=proposed_by))
+        memories.append(
+            CorpusMemory(
+                name=str(raw.get("name") or f"memory {m + 1}"),
+                threshold=threshold,
+                holdout=bool(raw.get("holdout")),
+                lessons=lessons,
+                proposed_by=proposed_by,
+            )
+        )
     return memories
 
 
@@ -243,9 +256,16 @@ def evaluate(memories, *, detect=None, recorder=None):
             groups = [g.lesson_ids for g in detect(memory, facts_for(memory))]
         keys = {l.id: l.key for l in memory.lessons}
         calls, tokens_in, tokens_out = recorder.totals(since) if recorder is not None else (0, 0, 0)
-        results.append(MemoryResult(memory=memory, scores=score(memory, groups),
-                                    groups=[[keys[i] for i in ids] for ids in groups],
-                                    calls=calls, tokens_in=tokens_in, tokens_out=tokens_out))
+        results.append(
+            MemoryResult(
+                memory=memory,
+                scores=score(memory, groups),
+                groups=[[keys[i] for i in ids] for ids in groups],
+                calls=calls,
+                tokens_in=tokens_in,
+                tokens_out=tokens_out,
+            )
+        )
     return results
 
 
@@ -269,15 +289,18 @@ def model_detector(engine, *, batch_tokens, max_output_tokens, token_budget=None
         budget = proposals.Budget(token_budget, engine.recorder)
         placements = proposals.Placements()
         items = [proposals.Item(id=l.id, day=l.day, text=l.text) for l in memory.lessons]
-        proposals.place(engine, items, placements, batch_tokens=batch_tokens,
-                        max_output_tokens=max_output_tokens, budget=budget)
+        proposals.place(
+            engine, items, placements, batch_tokens=batch_tokens, max_output_tokens=max_output_tokens, budget=budget
+        )
         words = detection.detect(facts, min_dates=memory.threshold)
         merged = proposals.merge(words, placements.groups, facts_by_id, min_dates=memory.threshold)
         lessons = {l.id: SimpleNamespace(text=l.text, lesson_date=l.day) for l in memory.lessons}
-        budget.check(proposals.estimate_checks(merged, {l.id: l.text for l in memory.lessons}),
-                     f"checking {len(merged)} groups")
-        checked = proposals.verify(merged, engine=engine, lessons=lessons, facts_by_id=facts_by_id,
-                                   min_dates=memory.threshold)
+        budget.check(
+            proposals.estimate_checks(merged, {l.id: l.text for l in memory.lessons}), f"checking {len(merged)} groups"
+        )
+        checked = proposals.verify(
+            merged, engine=engine, lessons=lessons, facts_by_id=facts_by_id, min_dates=memory.threshold
+        )
         return [item.group for item, _ in checked]
 
     return detect

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-__all__ = ["PromotionCandidate", "PromotionBulkDecision", "ModelGroup", "ModelPlacement", "DetectionRun"]
+__all__ = ["DetectionRun", "ModelGroup", "ModelPlacement", "PromotionBulkDecision", "PromotionCandidate"]
 
 
 class PromotionCandidate(models.Model):

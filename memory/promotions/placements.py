@@ -18,7 +18,7 @@ def lesson_rows(lesson_ids, *fields):
     """{id: (fields...)} of these lessons, in chunks that stay under SQLite's parameter limit."""
     found = {}
     for chunk in range(0, len(lesson_ids), 900):
-        for pk, *values in Lesson.objects.filter(pk__in=lesson_ids[chunk:chunk + 900]).values_list("id", *fields):
+        for pk, *values in Lesson.objects.filter(pk__in=lesson_ids[chunk : chunk + 900]).values_list("id", *fields):
             found[pk] = values
     return found
 
@@ -34,8 +34,11 @@ def placements_load(memory, facts):
     groups = {
         pk: proposals.ModelGroupState(ids=set(), summary=summary, reason=reason, pk=pk, touched=n)
         for n, (pk, summary, reason) in enumerate(
-            ModelGroup.objects.filter(memory=memory).order_by("updated_at", "id").values_list("id", "summary", "reason"),
-            start=1)
+            ModelGroup.objects.filter(memory=memory)
+            .order_by("updated_at", "id")
+            .values_list("id", "summary", "reason"),
+            start=1,
+        )
     }
     edited = set(edited)
     placed = set()
@@ -50,9 +53,14 @@ def placements_load(memory, facts):
     # The newest lessons the model left alone, as many as could be offered as context in one batch.
     enough = math.ceil(settings.PROMOTION_PROPOSAL_BATCH_TOKENS / 10)
     for pk, text, day, undated in (
-        Lesson.objects.filter(model_placement__memory=memory, model_placement__group__isnull=True,
-                              tier=Tier.WORKING, status=LessonStatus.ACTIVE)
-        .order_by("-lesson_date", "-id").values_list("id", "text", "lesson_date", "undated")[:enough]
+        Lesson.objects.filter(
+            model_placement__memory=memory,
+            model_placement__group__isnull=True,
+            tier=Tier.WORKING,
+            status=LessonStatus.ACTIVE,
+        )
+        .order_by("-lesson_date", "-id")
+        .values_list("id", "text", "lesson_date", "undated")[:enough]
     ):
         state.lone[pk] = proposals.Item(id=pk, day=None if undated else day, text=text)
     return state
@@ -65,8 +73,9 @@ def _store_placements(memory, batch, changed, hashes):
     now = timezone.now()
     for group in changed:
         if group.pk is None:
-            group.pk = ModelGroup.objects.create(memory=memory, summary=group.summary, reason=group.reason,
-                                                 created_at=now, updated_at=now).pk
+            group.pk = ModelGroup.objects.create(
+                memory=memory, summary=group.summary, reason=group.reason, created_at=now, updated_at=now
+            ).pk
         else:
             ModelGroup.objects.filter(pk=group.pk).update(reason=group.reason, updated_at=now)
     owner = {i: group.pk for group in changed for i in group.ids}
@@ -77,8 +86,10 @@ def _store_placements(memory, batch, changed, hashes):
             ModelPlacement.objects.filter(lesson_id__in=joined).update(group_id=group.pk)
     ModelPlacement.objects.filter(lesson_id__in=ids).delete()
     ModelPlacement.objects.bulk_create(
-        [ModelPlacement(memory=memory, lesson_id=i, group_id=owner.get(i), content_hash=hashes[i], placed_at=now)
-         for i in ids],
+        [
+            ModelPlacement(memory=memory, lesson_id=i, group_id=owner.get(i), content_hash=hashes[i], placed_at=now)
+            for i in ids
+        ],
         batch_size=500,
     )
 
@@ -91,11 +102,16 @@ def model_groups(memory, facts, engine, budget, place_new=True):
         return state.groups, 0
     unplaced = [f for f in facts if f.id not in state.placed]
     rows = lesson_rows([f.id for f in unplaced], "text", "lesson_date", "undated")
-    items = [proposals.Item(id=pk, day=None if undated else day, text=text)
-             for pk, (text, day, undated) in sorted(rows.items())]
+    items = [
+        proposals.Item(id=pk, day=None if undated else day, text=text)
+        for pk, (text, day, undated) in sorted(rows.items())
+    ]
     hashes = {f.id: f.text_key for f in facts}
     sent = proposals.place(
-        engine, items, state, budget=budget,
+        engine,
+        items,
+        state,
+        budget=budget,
         batch_tokens=settings.PROMOTION_PROPOSAL_BATCH_TOKENS,
         max_output_tokens=settings.PROMOTION_PROPOSAL_MAX_OUTPUT_TOKENS,
         on_batch=lambda batch, changed: _store_placements(memory, batch, changed, hashes),

@@ -89,10 +89,15 @@ PROPOSE_TOOL = Tool(
                 "items": {
                     "type": "object",
                     "properties": {
-                        "existing": {"type": "string",
-                                     "description": "key of a group found so far (G1, G2, ...) the lessons join"},
-                        "ids": {"type": "array", "items": {"type": "integer"},
-                                "description": "ids of lessons (new, or earlier in no group) that state this lesson"},
+                        "existing": {
+                            "type": "string",
+                            "description": "key of a group found so far (G1, G2, ...) the lessons join",
+                        },
+                        "ids": {
+                            "type": "array",
+                            "items": {"type": "integer"},
+                            "description": "ids of lessons (new, or earlier in no group) that state this lesson",
+                        },
                         "summary": {"type": "string", "description": "a new group's lesson, in one line"},
                         "reason": {"type": "string", "description": "one sentence for the reviewer"},
                     },
@@ -253,8 +258,12 @@ def next_batch(queue, placements, batch_tokens):
     room = free - used
     n_groups, group_tokens = _fit(group_costs, max(room - sum(lone_costs), room / 2))
     n_lone, lone_tokens = _fit(lone_costs, room - group_tokens)
-    return Batch(items=items, offered=groups[:n_groups], earlier=lone[:n_lone][::-1],
-                 input_tokens=FIXED_TOKENS + used + group_tokens + lone_tokens)
+    return Batch(
+        items=items,
+        offered=groups[:n_groups],
+        earlier=lone[:n_lone][::-1],
+        input_tokens=FIXED_TOKENS + used + group_tokens + lone_tokens,
+    )
 
 
 def plan(items, placements, batch_tokens):
@@ -304,8 +313,10 @@ def parse_answer(arguments, batch_ids, offered, earlier_ids=()):
             raise ProposalError(f"group {n} names lessons that were not sent in this batch: {unknown}")
         twice = sorted(set(ids) & seen)
         if twice:
-            raise ProposalError(f"lesson{'s' if len(twice) > 1 else ''} {twice} {'are' if len(twice) > 1 else 'is'} "
-                                "in more than one group")
+            raise ProposalError(
+                f"lesson{'s' if len(twice) > 1 else ''} {twice} {'are' if len(twice) > 1 else 'is'} "
+                "in more than one group"
+            )
         seen |= set(ids)
         reason = entry.get("reason", "")
         if not isinstance(reason, str):
@@ -321,9 +332,14 @@ def parse_answer(arguments, batch_ids, offered, earlier_ids=()):
             continue  # a new group of one lesson: it stands alone
         if key is None and not summary.strip():
             raise ProposalError(f"group {n} is new but has no summary")
-        result.append(Assignment(ids=sorted(set(ids)), existing=offered[key.strip()] if key else None,
-                                 summary=_one_line(summary, MAX_SUMMARY_CHARS),
-                                 reason=_one_line(reason, MAX_REASON_CHARS)))
+        result.append(
+            Assignment(
+                ids=sorted(set(ids)),
+                existing=offered[key.strip()] if key else None,
+                summary=_one_line(summary, MAX_SUMMARY_CHARS),
+                reason=_one_line(reason, MAX_REASON_CHARS),
+            )
+        )
     return result
 
 
@@ -335,8 +351,15 @@ def _prompt(batch):
 
 def ask(engine, batch, *, max_tokens):
     """One model call for one batch: its [Assignment], or ProposalError."""
-    answer = single_tool_answer(engine, system=SYSTEM_PROMPT, prompt=_prompt(batch), tool=PROPOSE_TOOL,
-                                purpose=PURPOSE, error=ProposalError, max_tokens=max_tokens)
+    answer = single_tool_answer(
+        engine,
+        system=SYSTEM_PROMPT,
+        prompt=_prompt(batch),
+        tool=PROPOSE_TOOL,
+        purpose=PURPOSE,
+        error=ProposalError,
+        max_tokens=max_tokens,
+    )
     offered = {f"G{n}": g for n, g in enumerate(batch.offered, 1)}
     return parse_answer(answer, [item.id for item in batch.items], offered, [item.id for item in batch.earlier])
 
@@ -376,9 +399,11 @@ def place(engine, items, placements, *, batch_tokens, max_output_tokens, budget,
         return 0
     ordered = order_for_batches(items)
     batches = plan(ordered, placements, batch_tokens)
-    budget.check(sum(b.estimate for b in batches),
-                 f"grouping {len(items)} lesson{'s' if len(items) != 1 else ''} in {len(batches)} "
-                 f"batch{'es' if len(batches) != 1 else ''}")
+    budget.check(
+        sum(b.estimate for b in batches),
+        f"grouping {len(items)} lesson{'s' if len(items) != 1 else ''} in {len(batches)} "
+        f"batch{'es' if len(batches) != 1 else ''}",
+    )
     queue, sent = deque(ordered), 0
     while queue:
         batch = next_batch(queue, placements, batch_tokens)
@@ -387,8 +412,9 @@ def place(engine, items, placements, *, batch_tokens, max_output_tokens, budget,
         try:
             assignments = ask(engine, batch, max_tokens=max_output_tokens)
         except ProposalError as exc:
-            raise ProposalError(f"Grouping batch {sent} (lessons {batch.items[0].id} to {batch.items[-1].id}) "
-                                f"failed: {exc}") from None
+            raise ProposalError(
+                f"Grouping batch {sent} (lessons {batch.items[0].id} to {batch.items[-1].id}) failed: {exc}"
+            ) from None
         changed = apply(placements, batch, assignments)
         if on_batch is not None:
             on_batch(batch, changed)
@@ -414,8 +440,11 @@ def _capped(ids, model_ids, word_ids, facts_by_id, max_members):
         return sorted(ids)
 
     def rank(i):
-        return (0 if i in model_ids and i in word_ids else 1 if i in model_ids else 2,
-                min(facts_by_id[i].dates, default=date.min), i)
+        return (
+            0 if i in model_ids and i in word_ids else 1 if i in model_ids else 2,
+            min(facts_by_id[i].dates, default=date.min),
+            i,
+        )
 
     chosen, dates = [], set()
     ordered = sorted(ids, key=rank)
@@ -451,8 +480,7 @@ def merge(word_groups, model_groups, facts_by_id, *, min_dates, max_members=dete
         ids = [i for i in word.lesson_ids if i in facts_by_id]
         overlap = Counter(owner[i] for i in ids if i in owner)
         if not overlap:
-            merged.append({"ids": set(ids), "model": set(), "words": set(ids), "reason": "",
-                           "cohesion": word.cohesion})
+            merged.append({"ids": set(ids), "model": set(), "words": set(ids), "reason": "", "cohesion": word.cohesion})
             continue
         target = max(sorted(overlap), key=lambda k: overlap[k])
         for k in overlap:
@@ -479,8 +507,9 @@ def verify(proposed, *, engine, lessons, facts_by_id, min_dates):
     keeps how it was found: [(Proposed, note)]. Raises verification.VerificationError."""
     kept = []
     for item in proposed:
-        for checked in verification.verify([item.group], engine=engine, lessons=lessons, facts=facts_by_id,
-                                           min_dates=min_dates):
+        for checked in verification.verify(
+            [item.group], engine=engine, lessons=lessons, facts=facts_by_id, min_dates=min_dates
+        ):
             kept.append((Proposed(group=checked.group, found_by=item.found_by, reason=item.reason), checked.note))
     return kept
 
@@ -488,5 +517,6 @@ def verify(proposed, *, engine, lessons, facts_by_id, min_dates):
 def estimate_checks(proposed, texts):
     """Tokens the model's check and wording of these groups take, about (two calls per group)."""
     per_group = estimate_tokens(verification.SYSTEM_PROMPT + verification.PROMPT_TEMPLATE) + 400
-    return sum(2 * (per_group + sum(estimate_tokens(texts.get(i, "")) + 8 for i in p.group.lesson_ids))
-               for p in proposed)
+    return sum(
+        2 * (per_group + sum(estimate_tokens(texts.get(i, "")) + 8 for i in p.group.lesson_ids)) for p in proposed
+    )

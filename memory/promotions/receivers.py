@@ -31,7 +31,9 @@ def _waiting_candidates():
 
     from memory.models import PromotionCandidate
 
-    return PromotionCandidate.objects.filter(status=PromotionCandidate.Status.PENDING).annotate(waiting_since=F("created_at"))
+    return PromotionCandidate.objects.filter(status=PromotionCandidate.Status.PENDING).annotate(
+        waiting_since=F("created_at")
+    )
 
 
 def _describe_candidate(candidate):
@@ -40,9 +42,16 @@ def _describe_candidate(candidate):
     return ReviewItem(f"Promote: {candidate.text[:90]}", reverse("promotions:detail", args=[candidate.pk]), "promotion")
 
 
-@register_review_source("promotions", singular="promotion", plural="promotions", order=10,
-                        list_url=lambda: reverse("promotions:inbox"), items=_pending_candidates,
-                        waiting=_waiting_candidates, describe=_describe_candidate)
+@register_review_source(
+    "promotions",
+    singular="promotion",
+    plural="promotions",
+    order=10,
+    list_url=lambda: reverse("promotions:inbox"),
+    items=_pending_candidates,
+    waiting=_waiting_candidates,
+    describe=_describe_candidate,
+)
 def pending_promotions_per_memory(memory_ids):
     qs = PromotionCandidate.objects.filter(status=PromotionCandidate.Status.PENDING)
     return count_per_memory(qs, memory_ids)

@@ -32,8 +32,11 @@ class _Within:
         self.n = len(self.positions)
         self.threshold = sim.threshold
         local = {p: k for k, p in enumerate(self.positions)}
-        self.strong = sorted((min(local[i], local[j]), max(local[i], local[j]), score)
-                             for i, j, score in sim.strong if i in local and j in local)
+        self.strong = sorted(
+            (min(local[i], local[j]), max(local[i], local[j]), score)
+            for i, j, score in sim.strong
+            if i in local and j in local
+        )
 
     def __call__(self, a, b):
         return self.sim(self.positions[a], self.positions[b])
@@ -61,11 +64,14 @@ class ObservationGroups:
     @classmethod
     def of_memory(cls, memory):
         """From the memory's active working lessons, as detection reads them (three queries)."""
-        rows = list(Lesson.objects.filter(memory=memory, tier=Tier.WORKING, status=LessonStatus.ACTIVE)
-                    .order_by("id").values_list("id", "text", "content_hash", "lesson_date"))
+        rows = list(
+            Lesson.objects.filter(memory=memory, tier=Tier.WORKING, status=LessonStatus.ACTIVE)
+            .order_by("id")
+            .values_list("id", "text", "content_hash", "lesson_date")
+        )
         paths = defaultdict(list)
         for lesson_id, path in LessonRef.objects.filter(
-                lesson__memory=memory, lesson__tier=Tier.WORKING, lesson__status=LessonStatus.ACTIVE
+            lesson__memory=memory, lesson__tier=Tier.WORKING, lesson__status=LessonStatus.ACTIVE
         ).values_list("lesson_id", "path"):
             paths[lesson_id].append(path)
         return cls(detection.facts_from_rows(rows, paths, {}))
@@ -159,8 +165,12 @@ def covered_lesson_sets(memory):
     """The lesson ids of every candidate that keeps a group from being proposed again (pending or decided)."""
     from memory.promotions.candidates import COVERING_STATUSES
 
-    return [set(evidence.get("lessons", ())) for evidence in
-            PromotionCandidate.objects.filter(memory=memory, status__in=COVERING_STATUSES).values_list("evidence", flat=True)]
+    return [
+        set(evidence.get("lessons", ()))
+        for evidence in PromotionCandidate.objects.filter(memory=memory, status__in=COVERING_STATUSES).values_list(
+            "evidence", flat=True
+        )
+    ]
 
 
 def reflection_propose(*, memory, text, category, lessons, refs, engine, run_id):
@@ -173,10 +183,18 @@ def reflection_propose(*, memory, text, category, lessons, refs, engine, run_id)
     if len(lessons) > detection.MAX_MEMBERS:
         raise ValueError(f"a reflection is backed by at most {detection.MAX_MEMBERS} observations")
     evidence = {"lessons": sorted(l.pk for l in lessons), "confirmations": [], "source": REFLECTOR, "run": run_id}
-    proposal = wording.Proposal(text=text, category=category, refs=[parse_ref(r) for r in refs],
-                                engine=str(engine)[:40])
-    candidate = new_candidate(memory, proposal, evidence, [(l, ()) for l in lessons],
-                              len({l.lesson_date for l in lessons}), timezone.now(), detector=REFLECTOR)
+    proposal = wording.Proposal(
+        text=text, category=category, refs=[parse_ref(r) for r in refs], engine=str(engine)[:40]
+    )
+    candidate = new_candidate(
+        memory,
+        proposal,
+        evidence,
+        [(l, ()) for l in lessons],
+        len({l.lesson_date for l in lessons}),
+        timezone.now(),
+        detector=REFLECTOR,
+    )
     (created,) = insert_candidates(memory, [candidate], candidate.created_at)
     return created
 
@@ -201,11 +219,11 @@ def reflection_support(*, candidate, lessons, groups=None):
     if not added:
         return candidate
     candidate.evidence = {**candidate.evidence, "lessons": members}
-    candidate.supporting_state = {**candidate.supporting_state,
-                                  **{str(l.pk): {"hash": l.content_hash} for l in added}}
+    candidate.supporting_state = {**candidate.supporting_state, **{str(l.pk): {"hash": l.content_hash} for l in added}}
     candidate.supporting.add(*added)
-    candidate.distinct_dates = len(set(
-        Lesson.objects.filter(pk__in=candidate.evidence["lessons"]).values_list("lesson_date", flat=True)))
+    candidate.distinct_dates = len(
+        set(Lesson.objects.filter(pk__in=candidate.evidence["lessons"]).values_list("lesson_date", flat=True))
+    )
     candidate.save(update_fields=["evidence", "supporting_state", "distinct_dates"])
     return candidate
 
@@ -216,8 +234,13 @@ def reflections_reevaluate(*, memory):
     observations detection would not put together) are superseded by one backed by only the group
     that holds the observation each is about. Run once by redetect_promotions; a reflection that
     passes is left as it is. Returns [(old, new)]."""
-    pending = [c for c in PromotionCandidate.objects.select_for_update().filter(memory=memory, status=Status.PENDING)
-               .order_by("id") if from_reflector(c)]
+    pending = [
+        c
+        for c in PromotionCandidate.objects.select_for_update()
+        .filter(memory=memory, status=Status.PENDING)
+        .order_by("id")
+        if from_reflector(c)
+    ]
     if not pending:
         return []
     groups = ObservationGroups.of_memory(memory)
@@ -231,11 +254,20 @@ def reflections_reevaluate(*, memory):
         new = None
         if lessons:
             refs = list(dict.fromkeys(r.as_text() for l in lessons for r in l.refs.all()))
-            new = reflection_propose(memory=memory, text=old.text, category=old.category, lessons=lessons, refs=refs,
-                                     engine=old.engine, run_id=old.evidence.get("run"))
+            new = reflection_propose(
+                memory=memory,
+                text=old.text,
+                category=old.category,
+                lessons=lessons,
+                refs=refs,
+                engine=old.engine,
+                run_id=old.evidence.get("run"),
+            )
         old.status, old.decided_at = Status.SUPERSEDED, now
-        old.reason = (f"Re-evaluated with detection's grouping: {len(ids) - len(keep)} of its {len(ids)} observations "
-                      f"are not one group with the rest" + (f"; replaced by candidate #{new.pk}." if new else "."))
+        old.reason = (
+            f"Re-evaluated with detection's grouping: {len(ids) - len(keep)} of its {len(ids)} observations "
+            f"are not one group with the rest" + (f"; replaced by candidate #{new.pk}." if new else ".")
+        )
         old.save(update_fields=["status", "decided_at", "reason"])
         replaced.append((old, new))
     return replaced

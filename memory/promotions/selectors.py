@@ -142,8 +142,9 @@ def recent_bulk_decisions(*, user, limit=5):
     return list(PromotionBulkDecision.objects.filter(Exists(seen)).order_by("-created_at", "-id")[:limit])
 
 
-def candidates_for_review(*, statuses=(Status.PENDING,), memory_ids=None, pks=None, limit=None, with_lessons=True,
-                          user=None):
+def candidates_for_review(
+    *, statuses=(Status.PENDING,), memory_ids=None, pks=None, limit=None, with_lessons=True, user=None
+):
     """Candidates with everything a card shows: supporting lessons (refs, confirmations; with
     with_lessons) and the core budget of their memory after promotion. Five queries, however many
     candidates."""

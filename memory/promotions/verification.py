@@ -44,8 +44,11 @@ VERIFY_TOOL = Tool(
     input_schema={
         "type": "object",
         "properties": {
-            "same_lesson": {"type": "array", "items": {"type": "integer"},
-                            "description": "ids of the lessons that state one and the same lesson"},
+            "same_lesson": {
+                "type": "array",
+                "items": {"type": "integer"},
+                "description": "ids of the lessons that state one and the same lesson",
+            },
             "deserves_core": {"type": "boolean"},
             "reason": {"type": "string", "description": "one sentence for the reviewer"},
         },
@@ -92,8 +95,11 @@ def parse_verdict(arguments, group_ids):
     reason = arguments["reason"]
     if not isinstance(reason, str):
         raise VerificationError("reason must be text")
-    return Verdict(same_lesson=sorted(set(ids)), deserves_core=arguments["deserves_core"],
-                   reason=" ".join(reason.split())[:MAX_REASON_CHARS])
+    return Verdict(
+        same_lesson=sorted(set(ids)),
+        deserves_core=arguments["deserves_core"],
+        reason=" ".join(reason.split())[:MAX_REASON_CHARS],
+    )
 
 
 def _prompt(group, lessons):
@@ -103,8 +109,14 @@ def _prompt(group, lessons):
 
 def ask(engine, group, lessons):
     """One model call for one group; returns its Verdict or raises VerificationError."""
-    answer = single_tool_answer(engine, system=SYSTEM_PROMPT, prompt=_prompt(group, lessons), tool=VERIFY_TOOL,
-                                purpose=PURPOSE, error=VerificationError)
+    answer = single_tool_answer(
+        engine,
+        system=SYSTEM_PROMPT,
+        prompt=_prompt(group, lessons),
+        tool=VERIFY_TOOL,
+        purpose=PURPOSE,
+        error=VerificationError,
+    )
     return parse_verdict(answer, group.lesson_ids)
 
 

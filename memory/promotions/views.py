@@ -11,17 +11,6 @@ from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
-from memory.models import CORE_CATEGORIES, Memory, PromotionBulkDecision, PromotionCandidate
-from memory.promotions import selectors
-from memory.promotions.services import (
-    AlreadyDecided,
-    NeedsReview,
-    detection_status,
-    promotion_approve,
-    promotion_bulk_decide,
-    promotion_detect_request,
-    promotion_reject,
-)
 from memory.access import (
     APPROVE,
     can,
@@ -32,6 +21,17 @@ from memory.access import (
     visible_memory_ids,
     visible_personas,
     visible_projects,
+)
+from memory.models import CORE_CATEGORIES, Memory, PromotionBulkDecision, PromotionCandidate
+from memory.promotions import selectors
+from memory.promotions.services import (
+    AlreadyDecided,
+    NeedsReview,
+    detection_status,
+    promotion_approve,
+    promotion_bulk_decide,
+    promotion_detect_request,
+    promotion_reject,
 )
 from memory.roles import approver_required, viewer_required
 from memory.services import Actor
@@ -51,8 +51,12 @@ def _memory_filter(request, action=None):
 
 
 def _context(request, memory=None, **extra):
-    return {"can_approve": can(request.user, APPROVE, memory), "core_categories": CORE_CATEGORIES, "memory": memory,
-            **extra}
+    return {
+        "can_approve": can(request.user, APPROVE, memory),
+        "core_categories": CORE_CATEGORIES,
+        "memory": memory,
+        **extra,
+    }
 
 
 def _inbox_filters(request):
@@ -77,8 +81,9 @@ def _inbox_filters(request):
     if age is not None and age not in selectors.AGES:
         errors.append(f"The waiting time filter “{age}” is not one of the choices; it is not applied.")
         age = None
-    filters = selectors.InboxFilters(persona=whole("persona", "persona"), project=whole("project", "project"),
-                                     kind=kind, min_age_days=age)
+    filters = selectors.InboxFilters(
+        persona=whole("persona", "persona"), project=whole("project", "project"), kind=kind, min_age_days=age
+    )
     return filters, errors
 
 
@@ -106,29 +111,43 @@ def inbox(request):
     return TemplateResponse(
         request,
         "memory/promotions/inbox.html",
-        _context(request, memory=memory, page=page, pending=page.object_list, filters=filters, filter_errors=filter_errors,
-                 query=query.urlencode(),
-                 personas=visible_personas(request.user).order_by("name").values_list("pk", "name"),
-                 projects=visible_projects(request.user).order_by("name").values_list("pk", "name"),
-                 kinds=selectors.KINDS, ages=selectors.AGES,
-                 decided=selectors.recent_decisions(user=request.user, filters=filters, limit=RECENT_DECISIONS),
-                 bulk_decisions=selectors.recent_bulk_decisions(user=request.user, limit=RECENT_BULK),
-                 detection_status=runs,
-                 detection_running=any(r["state"] in ("queued", "running") for r in runs)),
+        _context(
+            request,
+            memory=memory,
+            page=page,
+            pending=page.object_list,
+            filters=filters,
+            filter_errors=filter_errors,
+            query=query.urlencode(),
+            personas=visible_personas(request.user).order_by("name").values_list("pk", "name"),
+            projects=visible_projects(request.user).order_by("name").values_list("pk", "name"),
+            kinds=selectors.KINDS,
+            ages=selectors.AGES,
+            decided=selectors.recent_decisions(user=request.user, filters=filters, limit=RECENT_DECISIONS),
+            bulk_decisions=selectors.recent_bulk_decisions(user=request.user, limit=RECENT_BULK),
+            detection_status=runs,
+            detection_running=any(r["state"] in ("queued", "running") for r in runs),
+        ),
     )
 
 
 @viewer_required
 def supporting(request, pk):
     """A card's supporting lessons, loaded when the card is opened; without htmx, the candidate's page."""
-    candidate = selectors.inbox_candidates(user=request.user, statuses=Status.values).select_related("memory__project").filter(pk=pk).first()
+    candidate = (
+        selectors.inbox_candidates(user=request.user, statuses=Status.values)
+        .select_related("memory__project")
+        .filter(pk=pk)
+        .first()
+    )
     if candidate is None:
         raise Http404("No such promotion candidate")
     if not request.htmx:
         return redirect("promotions:detail", pk=pk)
     lessons = list(selectors.supporting_lessons().filter(promotion_candidates=candidate))
-    return TemplateResponse(request, "memory/promotions/inbox.html#supporting-table",
-                            {"candidate": candidate, "lessons": lessons})
+    return TemplateResponse(
+        request, "memory/promotions/inbox.html#supporting-table", {"candidate": candidate, "lessons": lessons}
+    )
 
 
 @viewer_required
@@ -137,8 +156,9 @@ def candidate_detail(request, pk):
     candidate = selectors.candidate_for_review(pk)
     if candidate is None:
         raise Http404("No such promotion candidate")
-    return TemplateResponse(request, "memory/promotions/detail.html",
-                            _context(request, memory=candidate.memory, candidate=candidate))
+    return TemplateResponse(
+        request, "memory/promotions/detail.html", _context(request, memory=candidate.memory, candidate=candidate)
+    )
 
 
 def _card_response(request, pk, *, error="", warning="", success=""):
@@ -150,9 +170,17 @@ def _card_response(request, pk, *, error="", warning="", success=""):
     return TemplateResponse(
         request,
         "memory/promotions/inbox.html#card-response",
-        _context(request, memory=candidate.memory, candidate=candidate, error=error, warning=warning, success=success,
-                 pending_count=selectors.pending_count(visible_memory_ids(request.user)), on_detail=on_detail,
-                 draft=draft),
+        _context(
+            request,
+            memory=candidate.memory,
+            candidate=candidate,
+            error=error,
+            warning=warning,
+            success=success,
+            pending_count=selectors.pending_count(visible_memory_ids(request.user)),
+            on_detail=on_detail,
+            draft=draft,
+        ),
     )
 
 
@@ -176,8 +204,9 @@ def _validation_text(exc):
 @require_POST
 @approver_required
 def approve(request, pk):
-    candidate = get_for_user_or_404(request.user, PromotionCandidate.objects.select_related("memory"), pk=pk,
-                                    action=APPROVE)
+    candidate = get_for_user_or_404(
+        request.user, PromotionCandidate.objects.select_related("memory"), pk=pk, action=APPROVE
+    )
     edit = request.POST.get("edit") == "1"
     kwargs = {}
     if edit:
@@ -204,7 +233,9 @@ def approve(request, pk):
             "the first core lessons that fit. Review the core lessons."
         )
     return _after_decision(
-        request, pk, warning=warning,
+        request,
+        pk,
+        warning=warning,
         success=f"Promoted to core as lesson #{result.core_lesson.pk} in {candidate.memory}.",
     )
 
@@ -234,28 +265,51 @@ def bulk_decide(request):
         error = "Nothing was decided: the selection holds something that is not a candidate number."
     else:
         # Only candidates this person can see in the inbox; others answer as if they did not exist.
-        visible = set(selectors.inbox_candidates(user=request.user, statuses=Status.values)
-                      .filter(pk__in=ids).values_list("pk", flat=True))
-        decidable = set(selectors.inbox_candidates(user=request.user, action=APPROVE, statuses=Status.values)
-                        .filter(pk__in=visible).values_list("pk", flat=True))
+        visible = set(
+            selectors.inbox_candidates(user=request.user, statuses=Status.values)
+            .filter(pk__in=ids)
+            .values_list("pk", flat=True)
+        )
+        decidable = set(
+            selectors.inbox_candidates(user=request.user, action=APPROVE, statuses=Status.values)
+            .filter(pk__in=visible)
+            .values_list("pk", flat=True)
+        )
         not_theirs = [i for i in ids if i in visible and i not in decidable]
         ids = [i if i in decidable else -i for i in ids if i not in not_theirs]
         try:
-            outcome = promotion_bulk_decide(candidate_ids=[i for i in ids if i > 0], actor=Actor.for_user(request.user),
-                                            action=request.POST.get("action", ""), reason=request.POST.get("reason", ""))
+            outcome = promotion_bulk_decide(
+                candidate_ids=[i for i in ids if i > 0],
+                actor=Actor.for_user(request.user),
+                action=request.POST.get("action", ""),
+                reason=request.POST.get("reason", ""),
+            )
         except ValidationError as exc:
             error = f"Nothing was decided: {_validation_text(exc)}"
         else:
             outcome.refused.extend({"id": -i, "message": f"Candidate #{-i} does not exist."} for i in ids if i < 0)
-            outcome.refused.extend({"id": i, "message": f"Candidate #{i} needs the approver role in its team."}
-                                   for i in not_theirs)
+            outcome.refused.extend(
+                {"id": i, "message": f"Candidate #{i} needs the approver role in its team."} for i in not_theirs
+            )
     if request.htmx:
-        cards = selectors.candidates_for_review(user=request.user, statuses=Status.values, pks=[i for i in ids if i and i > 0],
-                                                with_lessons=False) if outcome else []
+        cards = (
+            selectors.candidates_for_review(
+                user=request.user, statuses=Status.values, pks=[i for i in ids if i and i > 0], with_lessons=False
+            )
+            if outcome
+            else []
+        )
         return TemplateResponse(
-            request, "memory/promotions/inbox.html#bulk-response",
-            _context(request, outcome=outcome, bulk_error=error, cards=cards, oob=True,
-                     pending_count=selectors.pending_count(visible_memory_ids(request.user))),
+            request,
+            "memory/promotions/inbox.html#bulk-response",
+            _context(
+                request,
+                outcome=outcome,
+                bulk_error=error,
+                cards=cards,
+                oob=True,
+                pending_count=selectors.pending_count(visible_memory_ids(request.user)),
+            ),
         )
     if error:
         messages.error(request, error)
@@ -271,14 +325,24 @@ def bulk_decide(request):
 def _bulk_messages(request, outcome):
     verb = "Approved" if outcome.bulk.action == PromotionBulkDecision.Action.APPROVE else "Rejected"
     decided = ", ".join(f"#{pk}" for pk in outcome.decided)
-    messages.success(request, f"{verb} {len(outcome.decided)} of {len(outcome.bulk.requested)}"
-                              + (f": {decided}." if decided else "."))
+    messages.success(
+        request,
+        f"{verb} {len(outcome.decided)} of {len(outcome.bulk.requested)}" + (f": {decided}." if decided else "."),
+    )
     if outcome.already:
-        messages.warning(request, "Already decided by someone else: " + ", ".join(
-            f"#{item['id']} ({item['status']} by {item['by']})" for item in outcome.already) + ".")
+        messages.warning(
+            request,
+            "Already decided by someone else: "
+            + ", ".join(f"#{item['id']} ({item['status']} by {item['by']})" for item in outcome.already)
+            + ".",
+        )
     if outcome.changed:
-        messages.warning(request, "Not approved because a supporting lesson changed since it was proposed: "
-                         + ", ".join(f"#{item['id']}" for item in outcome.changed) + ". Review them again.")
+        messages.warning(
+            request,
+            "Not approved because a supporting lesson changed since it was proposed: "
+            + ", ".join(f"#{item['id']}" for item in outcome.changed)
+            + ". Review them again.",
+        )
     for item in outcome.refused:
         messages.error(request, f"#{item['id']}: {item['message']}")
 

@@ -128,7 +128,9 @@ def parse_model_line(raw):
     if category not in CORE_CATEGORIES:
         raise ValidationError(f"{category} is not a core category ({', '.join(CORE_CATEGORIES)})")
     if len(text) > MAX_PROPOSED_CHARS:
-        raise ValidationError(f"the model's lesson is {len(text)} characters; at most {MAX_PROPOSED_CHARS} are accepted")
+        raise ValidationError(
+            f"the model's lesson is {len(text)} characters; at most {MAX_PROPOSED_CHARS} are accepted"
+        )
     validate_lesson_fields(tier=Tier.CORE, category=category, text=text, relevance="medium")
     return category, text
 
@@ -137,7 +139,9 @@ def _prompt(members):
     rows = []
     for lesson, refs in sorted(members, key=lambda item: (item[0].lesson_date, item[0].pk)):
         ref_text = ", ".join(r.as_text() for r in refs) or "none"
-        rows.append(f"- {lesson.lesson_date.isoformat()} [{lesson.category or 'untagged'}] {lesson.text} (refs: {ref_text})")
+        rows.append(
+            f"- {lesson.lesson_date.isoformat()} [{lesson.category or 'untagged'}] {lesson.text} (refs: {ref_text})"
+        )
     return PROMPT_TEMPLATE.format(lessons="\n".join(rows))
 
 
@@ -147,7 +151,9 @@ def propose(memory, members, engine=None):
         try:
             engine = get_engine(memory.persona, memory=memory)
         except EngineError as exc:
-            return offline_proposal(members, note=f"The model could not be used ({exc}); showing the most specific lesson.")
+            return offline_proposal(
+                members, note=f"The model could not be used ({exc}); showing the most specific lesson."
+            )
     if engine.provider == "offline":
         return offline_proposal(members)
     label = engine.provider
@@ -160,6 +166,8 @@ def propose(memory, members, engine=None):
         return offline_proposal(members, note=f"The {label} call failed ({exc}); showing the most specific lesson.")
     except ValidationError as exc:
         reason = "; ".join(exc.messages)
-        return offline_proposal(members, note=f"The {label} answer was not usable ({reason}); showing the most specific lesson.")
+        return offline_proposal(
+            members, note=f"The {label} answer was not usable ({reason}); showing the most specific lesson."
+        )
     ordered = sorted(members, key=_specificity, reverse=True)
     return Proposal(text=text, category=category, refs=_union_refs(ordered), engine=label[:40])

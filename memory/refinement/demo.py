@@ -14,7 +14,6 @@ from memory.models import Lesson, Memory, RefinementRun
 from memory.refinement.services import refinement_run_create, refinement_run_execute
 
 
-
 def _demo_memories():
     """The two demo memories with the most core lessons (a refinement run needs core lessons)."""
     return list(
@@ -29,8 +28,10 @@ def _demo_memories():
 def _run(memory, engine, stdout, label):
     run = refinement_run_create(memory=memory, trigger="demo")
     run = refinement_run_execute(run_id=run.pk, engine=engine)
-    stdout.write(f"refinement demo: {label} run #{run.pk} on {memory} ended {run.status} "
-                 f"({run.ops_used} change(s), retention {run.retention:.1%})\n")
+    stdout.write(
+        f"refinement demo: {label} run #{run.pk} on {memory} ended {run.status} "
+        f"({run.ops_used} change(s), retention {run.retention:.1%})\n"
+    )
     return run
 
 

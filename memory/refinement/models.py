@@ -4,7 +4,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-__all__ = ["RefinementPromptVersion", "RefinementRun", "RefinementOperation", "REFINEMENT_OP_CAP"]
+__all__ = ["REFINEMENT_OP_CAP", "RefinementOperation", "RefinementPromptVersion", "RefinementRun"]
 
 # At most this many mutating operations per run, whatever the model asks.
 REFINEMENT_OP_CAP = 10
@@ -58,8 +58,9 @@ class RefinementRun(models.Model):
     mass_counted = models.PositiveIntegerField(null=True, blank=True)
     # A person looked at a run that went wrong: it leaves the review queue.
     looked_at = models.DateTimeField(null=True, blank=True)
-    looked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                  related_name="+")
+    looked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     retention = models.FloatField(default=1.0)
     threshold = models.FloatField(default=0.90)
     op_cap = models.PositiveSmallIntegerField(default=REFINEMENT_OP_CAP)
@@ -80,8 +81,11 @@ class RefinementRun(models.Model):
         indexes = [
             models.Index(fields=["status", "heartbeat_at"], name="refinement_run_status_beat"),
             # The review queue's runs to look at: a few among every run ever made.
-            models.Index(fields=["memory", "started_at"], name="refinement_run_to_look_at",
-                         condition=models.Q(status__in=["terminated", "failed"], looked_at__isnull=True)),
+            models.Index(
+                fields=["memory", "started_at"],
+                name="refinement_run_to_look_at",
+                condition=models.Q(status__in=["terminated", "failed"], looked_at__isnull=True),
+            ),
         ]
 
     def __str__(self):

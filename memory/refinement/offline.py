@@ -23,8 +23,7 @@ def _numbers(text):
 
 def duplicate_groups(staged_lessons, ratio=NEAR_DUPLICATE_RATIO):
     """Groups (lists of ids, 2+) of active, unprotected lessons that say the same thing."""
-    items = [s for s in staged_lessons if s.status == LessonStatus.ACTIVE and not s.protected
-             and isinstance(s.id, int)]
+    items = [s for s in staged_lessons if s.status == LessonStatus.ACTIVE and not s.protected and isinstance(s.id, int)]
     items.sort(key=lambda s: s.id)
     normal = {s.id: normalize_text(s.text) for s in items}
     parent = {s.id: s.id for s in items}
@@ -36,7 +35,7 @@ def duplicate_groups(staged_lessons, ratio=NEAR_DUPLICATE_RATIO):
         return x
 
     for i, a in enumerate(items):
-        for b in items[i + 1:]:
+        for b in items[i + 1 :]:
             na, nb = normal[a.id], normal[b.id]
             if na == nb or (_numbers(na) == _numbers(nb) and fuzz.token_sort_ratio(na, nb) >= ratio):
                 parent[find(b.id)] = find(a.id)
@@ -52,10 +51,18 @@ def dedupe_policy(session):
     plan = []
     for group in groups:
         keep = max(group, key=lambda s: (len(s.text), -s.id))
-        plan.append(ToolCall(id=f"offline-{len(plan) + 1}", name="consolidate",
-                             arguments={"ids": [s.id for s in group], "text": keep.text}))
-    plan.append(ToolCall(id="offline-complete", name="complete",
-                         arguments={"summary": f"merged {len(groups)} duplicate group(s)"}))
+        plan.append(
+            ToolCall(
+                id=f"offline-{len(plan) + 1}",
+                name="consolidate",
+                arguments={"ids": [s.id for s in group], "text": keep.text},
+            )
+        )
+    plan.append(
+        ToolCall(
+            id="offline-complete", name="complete", arguments={"summary": f"merged {len(groups)} duplicate group(s)"}
+        )
+    )
 
     def policy(history):
         if history and history[-1][0].name == "complete":

@@ -47,9 +47,7 @@ def persona_guidance(persona):
 
 
 def ledger_lessons(memory):
-    return list(
-        Lesson.objects.filter(memory=memory, tier=Tier.CORE, status=LessonStatus.ACTIVE).order_by("id")
-    )
+    return list(Lesson.objects.filter(memory=memory, tier=Tier.CORE, status=LessonStatus.ACTIVE).order_by("id"))
 
 
 def render_ledger(lessons):

@@ -15,9 +15,14 @@ def follow_reverted_run(sender, batch, revert_batch, **kwargs):
 
 
 def _run_items(memory):
-    return [ReviewItem(f"Refinement run #{run.pk}: {run.get_status_display().lower()}", reverse("refinement:run", args=[run.pk]),
-                       run.status)
-            for run in runs_needing_a_look().filter(memory=memory).order_by("-started_at")[:20]]
+    return [
+        ReviewItem(
+            f"Refinement run #{run.pk}: {run.get_status_display().lower()}",
+            reverse("refinement:run", args=[run.pk]),
+            run.status,
+        )
+        for run in runs_needing_a_look().filter(memory=memory).order_by("-started_at")[:20]
+    ]
 
 
 def _waiting_runs():
@@ -29,12 +34,22 @@ def _waiting_runs():
 
 
 def _describe_run(run):
-    return ReviewItem(f"Refinement run #{run.pk}: {run.get_status_display().lower()}",
-                      reverse("refinement:run", args=[run.pk]), "refinement run to look at")
+    return ReviewItem(
+        f"Refinement run #{run.pk}: {run.get_status_display().lower()}",
+        reverse("refinement:run", args=[run.pk]),
+        "refinement run to look at",
+    )
 
 
-@register_review_source("refinement-runs", singular="refinement run to look at", plural="refinement runs to look at",
-                        order=30, list_url=lambda: reverse("refinement:runs"), items=_run_items,
-                        waiting=_waiting_runs, describe=_describe_run)
+@register_review_source(
+    "refinement-runs",
+    singular="refinement run to look at",
+    plural="refinement runs to look at",
+    order=30,
+    list_url=lambda: reverse("refinement:runs"),
+    items=_run_items,
+    waiting=_waiting_runs,
+    describe=_describe_run,
+)
 def refinement_runs_needing_a_look(memory_ids):
     return count_per_memory(runs_needing_a_look(), memory_ids)

@@ -17,9 +17,15 @@ def refinement_start(*, memory, user=None, trigger="manual"):
 def nightly_memories():
     """Memories of active, unarchived personas that have active core lessons."""
     with_core = Lesson.objects.filter(tier=Tier.CORE, status=LessonStatus.ACTIVE).values("memory_id")
-    return Memory.objects.filter(
-        persona__is_active=True, persona__archived_at__isnull=True, pk__in=with_core,
-    ).select_related("persona").order_by("pk")
+    return (
+        Memory.objects.filter(
+            persona__is_active=True,
+            persona__archived_at__isnull=True,
+            pk__in=with_core,
+        )
+        .select_related("persona")
+        .order_by("pk")
+    )
 
 
 def refinement_schedule_nightly():

@@ -15,17 +15,24 @@ def runs_needing_a_look():
     """Rolled-back (terminated) and failed runs waiting in the review queue."""
     from memory.review_queue import runs_needing_a_look as needing
 
-    return needing(RefinementRun, failed_statuses=[RefinementRun.Status.TERMINATED, RefinementRun.Status.FAILED],
-                   completed_status=RefinementRun.Status.COMPLETED, started_field="started_at")
+    return needing(
+        RefinementRun,
+        failed_statuses=[RefinementRun.Status.TERMINATED, RefinementRun.Status.FAILED],
+        completed_status=RefinementRun.Status.COMPLETED,
+        started_field="started_at",
+    )
 
 
 def runs_for_list(status="", *, user):
     from django.db.models import Exists, OuterRef
 
     # needs_look: the list says how long each run in the review queue has waited.
-    runs = (scope(RefinementRun.objects.all(), user).select_related("memory__persona", "memory__project")
-            .annotate(needs_look=Exists(runs_needing_a_look().filter(pk=OuterRef("pk"))))
-            .order_by("-started_at", "-id"))
+    runs = (
+        scope(RefinementRun.objects.all(), user)
+        .select_related("memory__persona", "memory__project")
+        .annotate(needs_look=Exists(runs_needing_a_look().filter(pk=OuterRef("pk"))))
+        .order_by("-started_at", "-id")
+    )
     if status:
         runs = runs.filter(status=status)
     return runs
@@ -39,18 +46,31 @@ def status_counts(*, user):
 
 
 def memories_for_refinement(*, user):
-    return (visible_memories(user).select_related("persona", "project").filter(persona__archived_at__isnull=True)
-            .order_by("persona__name", "project__name", "id"))
+    return (
+        visible_memories(user)
+        .select_related("persona", "project")
+        .filter(persona__archived_at__isnull=True)
+        .order_by("persona__name", "project__name", "id")
+    )
 
 
 def with_refinement_counts(memories):
     """`memories` (one page) each given `core_count`, `running` and `last_run`: grouped over their ids only."""
     memories = list(memories)
     ids = [m.pk for m in memories]
-    core = dict(Lesson.objects.filter(memory_id__in=ids, tier="core", status="active").order_by()
-                .values_list("memory_id").annotate(n=Count("id")))
-    runs = {row["memory_id"]: row for row in RefinementRun.objects.filter(memory_id__in=ids).order_by()
-            .values("memory_id").annotate(running=Count("id", filter=Q(status="running")), last_run=Max("started_at"))}
+    core = dict(
+        Lesson.objects.filter(memory_id__in=ids, tier="core", status="active")
+        .order_by()
+        .values_list("memory_id")
+        .annotate(n=Count("id"))
+    )
+    runs = {
+        row["memory_id"]: row
+        for row in RefinementRun.objects.filter(memory_id__in=ids)
+        .order_by()
+        .values("memory_id")
+        .annotate(running=Count("id", filter=Q(status="running")), last_run=Max("started_at"))
+    }
     for memory in memories:
         memory.core_count = core.get(memory.pk, 0)
         memory.running = runs.get(memory.pk, {}).get("running", 0)
@@ -81,11 +101,17 @@ def operation_rows(run):
         for lesson in op.after or []:
             key = str(lesson["id"])
             prior = before.pop(key, None)
-            pairs.append({
-                "id": lesson["id"], "before": prior, "after": lesson,
-                "diff": word_diff(prior["text"], lesson["text"]) if prior and prior["text"] != lesson["text"] else None,
-                "is_new": prior is None and op.mutating,
-            })
+            pairs.append(
+                {
+                    "id": lesson["id"],
+                    "before": prior,
+                    "after": lesson,
+                    "diff": word_diff(prior["text"], lesson["text"])
+                    if prior and prior["text"] != lesson["text"]
+                    else None,
+                    "is_new": prior is None and op.mutating,
+                }
+            )
         for key, prior in before.items():
             pairs.append({"id": prior["id"], "before": prior, "after": None, "diff": None, "is_new": False})
         rows.append({"op": op, "pairs": pairs, "args": json.dumps(op.arguments, ensure_ascii=False)})
@@ -95,6 +121,7 @@ def operation_rows(run):
 def run_timeline(run):
     """A finished run step by step, with seconds since it started: start, consent, each operation, end.
     Shown the same whether the page watched the run or opened after it ended. One query."""
+
     def offset(at):
         return (at - run.started_at).total_seconds() if at and run.started_at else None
 
@@ -107,8 +134,9 @@ def run_timeline(run):
             detail += f", retention {op.retention_after:.1%}"
         steps.append({"label": f"#{op.seq} {op.action}", "offset": offset(op.created_at), "detail": detail})
     if run.finished_at:
-        steps.append({"label": run.get_status_display(), "offset": offset(run.finished_at),
-                      "detail": run.current_action})
+        steps.append(
+            {"label": run.get_status_display(), "offset": offset(run.finished_at), "detail": run.current_action}
+        )
     return steps
 
 

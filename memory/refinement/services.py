@@ -48,12 +48,17 @@ def refinement_prompt_save(*, persona, text, user, note=""):
     persona = Persona.objects.select_for_update().get(pk=persona.pk)
     if not RefinementPromptVersion.objects.filter(persona=persona).exists() and persona.refinement_prompt.strip():
         # Keep what was there before the first edit from this page, so it can be restored.
-        RefinementPromptVersion.objects.create(persona=persona, number=1, text=persona.refinement_prompt.strip(),
-                                               note="prompt before the first recorded edit")
+        RefinementPromptVersion.objects.create(
+            persona=persona,
+            number=1,
+            text=persona.refinement_prompt.strip(),
+            note="prompt before the first recorded edit",
+        )
     if text == persona.refinement_prompt.strip() and RefinementPromptVersion.objects.filter(persona=persona).exists():
         raise ValidationError({"text": "This is the current prompt already; nothing to save."})
     version = RefinementPromptVersion.objects.create(
-        persona=persona, number=_next_number(persona), text=text, created_by=user, note=note[:200])
+        persona=persona, number=_next_number(persona), text=text, created_by=user, note=note[:200]
+    )
     persona.refinement_prompt = text
     persona.save(update_fields=["refinement_prompt"])
     return version
@@ -79,11 +84,13 @@ def refinement_threshold_set(*, persona, percent):
 @transaction.atomic
 def refinement_prompt_restore(*, version, user):
     """Restoring an old version saves it again as the newest version."""
-    return refinement_prompt_save(persona=version.persona, text=version.text, user=user,
-                                  note=f"restored from version {version.number}")
+    return refinement_prompt_save(
+        persona=version.persona, text=version.text, user=user, note=f"restored from version {version.number}"
+    )
 
 
 # --- applying a finished session ----------------------------------------------------------------
+
 
 class MemoryChanged(Exception):
     pass
@@ -115,47 +122,74 @@ def apply_session(session):
             if pk not in current or lesson_fingerprint(current[pk]) != session.originals[pk]:
                 raise MemoryChanged(f"lesson {pk} was changed while the run was in progress; nothing was applied")
         actor = services.Actor.job(f"refinement run #{run.pk}")
-        batch = services.batch_create(memory=memory, kind=ChangeBatch.Kind.REFINEMENT, actor=actor,
-                                      label=f"Refinement run #{run.pk}: {len(session.ops)} change(s)",
-                                      reason="Automatic de-duplication of core memory")
+        batch = services.batch_create(
+            memory=memory,
+            kind=ChangeBatch.Kind.REFINEMENT,
+            actor=actor,
+            label=f"Refinement run #{run.pk}: {len(session.ops)} change(s)",
+            reason="Automatic de-duplication of core memory",
+        )
         for op in session.ops:
             a = op.args
             if op.action == "consolidate":
                 originals = [current[pk] for pk in a["ids"]]
-                new = services.lesson_create(memory=memory, text=a["text"], category=a["category"], tier=Tier.CORE,
-                                             relevance=a["relevance"], actor=actor, batch=batch,
-                                             derived_from=originals, bump=False)
+                new = services.lesson_create(
+                    memory=memory,
+                    text=a["text"],
+                    category=a["category"],
+                    tier=Tier.CORE,
+                    relevance=a["relevance"],
+                    actor=actor,
+                    batch=batch,
+                    derived_from=originals,
+                    bump=False,
+                )
                 for original in originals:
-                    current[original.pk] = services.lesson_supersede(lesson=original, superseded_by=new,
-                                                                     actor=actor, batch=batch, bump=False)
+                    current[original.pk] = services.lesson_supersede(
+                        lesson=original, superseded_by=new, actor=actor, batch=batch, bump=False
+                    )
                 _name_new_lesson(run, op, new)
             elif op.action == "update":
-                current[a["id"]] = services.lesson_update(lesson=current[a["id"]], text=a["text"], actor=actor,
-                                                          batch=batch)
+                current[a["id"]] = services.lesson_update(
+                    lesson=current[a["id"]], text=a["text"], actor=actor, batch=batch
+                )
             elif op.action == "delete":
-                current[a["id"]] = services.lesson_delete(lesson=current[a["id"]], actor=actor, batch=batch,
-                                                          reason=a.get("reason", ""))
+                current[a["id"]] = services.lesson_delete(
+                    lesson=current[a["id"]], actor=actor, batch=batch, reason=a.get("reason", "")
+                )
             elif op.action == "protect":
-                current[a["id"]] = services.lesson_set_protected(lesson=current[a["id"]], protected=True,
-                                                                 actor=actor, batch=batch)
+                current[a["id"]] = services.lesson_set_protected(
+                    lesson=current[a["id"]], protected=True, actor=actor, batch=batch
+                )
         services.memory_bump_version(memory)
     Memory.objects.filter(pk=memory.pk).update(last_refined_at=timezone.now())
     chars = session.active_chars()
-    finish_run(session.run, RefinementRun.Status.COMPLETED, batch=batch, retention=session.retention(),
-            mass_after=int(mass_of_chars(chars)), ops_used=len(session.ops),
-            current_action=f"completed with {len(session.ops)} change(s)")
+    finish_run(
+        session.run,
+        RefinementRun.Status.COMPLETED,
+        batch=batch,
+        retention=session.retention(),
+        mass_after=int(mass_of_chars(chars)),
+        ops_used=len(session.ops),
+        current_action=f"completed with {len(session.ops)} change(s)",
+    )
     return batch
 
 
 # --- the whole run ------------------------------------------------------------------------------
+
 
 class RefinementBusy(Exception):
     pass
 
 
 def core_mass(memory):
-    chars = sum(len(t) for t in Lesson.objects.filter(memory=memory, tier=Tier.CORE, status=LessonStatus.ACTIVE)
-                .values_list("text", flat=True))
+    chars = sum(
+        len(t)
+        for t in Lesson.objects.filter(memory=memory, tier=Tier.CORE, status=LessonStatus.ACTIVE).values_list(
+            "text", flat=True
+        )
+    )
     return int(mass_of_chars(chars))
 
 
@@ -166,8 +200,13 @@ def refinement_run_create(*, memory, trigger="manual", user=None):
     if RefinementRun.objects.filter(memory=memory, status=RefinementRun.Status.RUNNING).exists():
         raise RefinementBusy("A refinement run is already in progress for this memory.")
     return RefinementRun.objects.create(
-        memory=memory, trigger=trigger, requested_by=user, threshold=memory.persona.refinement_threshold,
-        op_cap=REFINEMENT_OP_CAP, mass_before=core_mass(memory), current_action="queued",
+        memory=memory,
+        trigger=trigger,
+        requested_by=user,
+        threshold=memory.persona.refinement_threshold,
+        op_cap=REFINEMENT_OP_CAP,
+        mass_before=core_mass(memory),
+        current_action="queued",
     )
 
 
@@ -187,23 +226,30 @@ def refinement_run_execute(*, run_id, engine=None, max_turns=None):
         engine = engine or _engine_for(persona, memory)
         run.engine = getattr(engine, "provider", "")[:40]
         consent = prompts.build_consent_prompt()
-        RefinementRun.objects.filter(pk=run.pk).update(engine=run.engine, consent_prompt=consent,
-                                                       current_action="asking consent", heartbeat_at=timezone.now())
+        RefinementRun.objects.filter(pk=run.pk).update(
+            engine=run.engine, consent_prompt=consent, current_action="asking consent", heartbeat_at=timezone.now()
+        )
         run.consent_prompt = consent
         if run.engine == "offline":
             answer = "YES"  # the offline policy only ever merges exact and near-exact duplicates
         else:
-            completion = engine.complete(system=prompts.REFINEMENT_SYSTEM, prompt=consent,
-                                         purpose="refinement_consent", max_tokens=16)
+            completion = engine.complete(
+                system=prompts.REFINEMENT_SYSTEM, prompt=consent, purpose="refinement_consent", max_tokens=16
+            )
             answer = completion.text or ""
             run.tokens_in += completion.tokens_in
             run.tokens_out += completion.tokens_out
-        RefinementRun.objects.filter(pk=run.pk).update(consent_answer=answer[:2000], tokens_in=run.tokens_in,
-                                                       tokens_out=run.tokens_out)
+        RefinementRun.objects.filter(pk=run.pk).update(
+            consent_answer=answer[:2000], tokens_in=run.tokens_in, tokens_out=run.tokens_out
+        )
         run.consent_answer = answer[:2000]
         if not prompts.consent_given(answer):
-            finish_run(run, RefinementRun.Status.DECLINED, mass_after=run.mass_before,
-                    current_action="declined: the agent did not consent")
+            finish_run(
+                run,
+                RefinementRun.Status.DECLINED,
+                mass_after=run.mass_before,
+                current_action="declined: the agent did not consent",
+            )
             return run
 
         session = RefinementSession.load(run)
@@ -213,8 +259,13 @@ def refinement_run_execute(*, run_id, engine=None, max_turns=None):
         version = RefinementPromptVersion.objects.filter(persona=persona).order_by("-number").first()
         session.run.mass_before = int(mass_of_chars(session.chars_before))
         RefinementRun.objects.filter(pk=run.pk).update(
-            system_prompt=prompts.REFINEMENT_SYSTEM, prompt_sent=prompt, prompt_version=version,
-            mass_before=session.run.mass_before, current_action="session started", heartbeat_at=timezone.now())
+            system_prompt=prompts.REFINEMENT_SYSTEM,
+            prompt_sent=prompt,
+            prompt_version=version,
+            mass_before=session.run.mass_before,
+            current_action="session started",
+            heartbeat_at=timezone.now(),
+        )
         run.system_prompt, run.prompt_sent, run.prompt_version = prompts.REFINEMENT_SYSTEM, prompt, version
 
         policy = None
@@ -223,9 +274,14 @@ def refinement_run_execute(*, run_id, engine=None, max_turns=None):
 
             policy = dedupe_policy(session)
         result = engine.run_tools(
-            system=prompts.REFINEMENT_SYSTEM, prompt=prompt, tools=TOOLS, handler=session.handle,
-            purpose="refinement", max_turns=max_turns or getattr(settings, "REFINEMENT_MAX_TURNS", 30),
-            should_stop=session.should_stop, offline_policy=policy,
+            system=prompts.REFINEMENT_SYSTEM,
+            prompt=prompt,
+            tools=TOOLS,
+            handler=session.handle,
+            purpose="refinement",
+            max_turns=max_turns or getattr(settings, "REFINEMENT_MAX_TURNS", 30),
+            should_stop=session.should_stop,
+            offline_policy=policy,
         )
         run.tokens_in += result.tokens_in
         run.tokens_out += result.tokens_out
@@ -245,12 +301,19 @@ def refinement_run_execute(*, run_id, engine=None, max_turns=None):
 
 def _fail(run, error):
     RefinementOperation.objects.filter(run=run, outcome=RefinementOperation.Outcome.APPLIED, mutating=True).update(
-        outcome=RefinementOperation.Outcome.ROLLED_BACK)
-    finish_run(run, RefinementRun.Status.FAILED, error=error[:4000], mass_after=run.mass_before,
-            current_action="failed; nothing was applied")
+        outcome=RefinementOperation.Outcome.ROLLED_BACK
+    )
+    finish_run(
+        run,
+        RefinementRun.Status.FAILED,
+        error=error[:4000],
+        mass_after=run.mass_before,
+        current_action="failed; nothing was applied",
+    )
 
 
 # --- crash safety -------------------------------------------------------------------------------
+
 
 def refinement_sweep(*, timeout=None, now=None):
     """Fail every running run whose heartbeat is older than the timeout; returns how many."""
@@ -258,29 +321,42 @@ def refinement_sweep(*, timeout=None, now=None):
     now = now or timezone.now()
     cutoff = now - timezone.timedelta(seconds=timeout)
     swept = 0
-    for run_id in RefinementRun.objects.filter(status=RefinementRun.Status.RUNNING, heartbeat_at__lt=cutoff) \
-            .values_list("pk", flat=True):
+    for run_id in RefinementRun.objects.filter(
+        status=RefinementRun.Status.RUNNING, heartbeat_at__lt=cutoff
+    ).values_list("pk", flat=True):
         with transaction.atomic():
-            run = RefinementRun.objects.select_for_update().filter(
-                pk=run_id, status=RefinementRun.Status.RUNNING, heartbeat_at__lt=cutoff).first()
+            run = (
+                RefinementRun.objects.select_for_update()
+                .filter(pk=run_id, status=RefinementRun.Status.RUNNING, heartbeat_at__lt=cutoff)
+                .first()
+            )
             if run is None:
                 continue
             # Applying a run commits its final status in the same transaction, so a running run has no
             # committed batch; should one exist anyway, undo it before failing the run.
             if run.batch_id and not run.batch.reverted_by_id:
-                services.batch_revert(batch=run.batch, actor=services.Actor.job("refinement sweeper"),
-                                      reason="refinement run stopped without finishing")
-            _fail(run, f"The worker stopped responding (last heartbeat {run.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC, "
-                       f"timeout {timeout}s); the run was rolled back and nothing of it is applied.")
+                services.batch_revert(
+                    batch=run.batch,
+                    actor=services.Actor.job("refinement sweeper"),
+                    reason="refinement run stopped without finishing",
+                )
+            _fail(
+                run,
+                f"The worker stopped responding (last heartbeat {run.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC, "
+                f"timeout {timeout}s); the run was rolled back and nothing of it is applied.",
+            )
             swept += 1
     return swept
 
 
 # --- revert a completed run ---------------------------------------------------------------------
 
+
 def refinement_run_revert(*, run, actor, reason=""):
     if run.status != RefinementRun.Status.COMPLETED:
-        raise services.RevertError(f"Only a completed run can be reverted (this one is {run.get_status_display().lower()}).")
+        raise services.RevertError(
+            f"Only a completed run can be reverted (this one is {run.get_status_display().lower()})."
+        )
     if run.batch_id is None:
         raise services.RevertError("This run changed nothing; there is nothing to revert.")
     return services.batch_revert(batch=run.batch, actor=actor, reason=reason or f"Revert of refinement run #{run.pk}")
@@ -289,4 +365,5 @@ def refinement_run_revert(*, run, actor, reason=""):
 def refinement_follow_revert(*, batch, revert_batch):
     """Reverting a completed run's batch marks the run reverted."""
     RefinementRun.objects.filter(batch=batch, status=RefinementRun.Status.COMPLETED).update(
-        status=RefinementRun.Status.REVERTED, current_action=f"reverted by change batch #{revert_batch.pk}")
+        status=RefinementRun.Status.REVERTED, current_action=f"reverted by change batch #{revert_batch.pk}"
+    )

@@ -47,6 +47,7 @@ from memory.models import (
     Relevance,
     Tier,
 )
+
 log = logging.getLogger(__name__)
 
 MUTATING = ("consolidate", "update", "delete", "protect")
@@ -54,22 +55,47 @@ TERMINATED_MESSAGE = "session rolled back, terminated"
 TERMINATION_ERROR = "This refinement session was terminated; no further actions are accepted."
 
 TOOLS = [
-    Tool("search", "Find core lessons containing all the given words.",
-         {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}),
-    Tool("consolidate", "Replace two or more lessons that record the very same thing by one lesson.",
-         {"type": "object", "properties": {
-             "ids": {"type": "array", "items": {"type": "integer"}, "minItems": 2},
-             "text": {"type": "string"}}, "required": ["ids", "text"]}),
-    Tool("update", "Tighten the wording of one lesson without losing meaning.",
-         {"type": "object", "properties": {"id": {"type": "integer"}, "text": {"type": "string"}},
-          "required": ["id", "text"]}),
-    Tool("delete", "Remove one lesson (rare).",
-         {"type": "object", "properties": {"id": {"type": "integer"}, "reason": {"type": "string"}},
-          "required": ["id"]}),
-    Tool("protect", "Mark one lesson as protected so no later session can change it.",
-         {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}),
-    Tool("complete", "End the session. Zero changes is a good outcome.",
-         {"type": "object", "properties": {"summary": {"type": "string"}}}),
+    Tool(
+        "search",
+        "Find core lessons containing all the given words.",
+        {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+    ),
+    Tool(
+        "consolidate",
+        "Replace two or more lessons that record the very same thing by one lesson.",
+        {
+            "type": "object",
+            "properties": {
+                "ids": {"type": "array", "items": {"type": "integer"}, "minItems": 2},
+                "text": {"type": "string"},
+            },
+            "required": ["ids", "text"],
+        },
+    ),
+    Tool(
+        "update",
+        "Tighten the wording of one lesson without losing meaning.",
+        {
+            "type": "object",
+            "properties": {"id": {"type": "integer"}, "text": {"type": "string"}},
+            "required": ["id", "text"],
+        },
+    ),
+    Tool(
+        "delete",
+        "Remove one lesson (rare).",
+        {"type": "object", "properties": {"id": {"type": "integer"}, "reason": {"type": "string"}}, "required": ["id"]},
+    ),
+    Tool(
+        "protect",
+        "Mark one lesson as protected so no later session can change it.",
+        {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
+    ),
+    Tool(
+        "complete",
+        "End the session. Zero changes is a good outcome.",
+        {"type": "object", "properties": {"summary": {"type": "string"}}},
+    ),
 ]
 
 
@@ -106,8 +132,13 @@ class Staged:
     status: str = LessonStatus.ACTIVE
 
     def view(self):
-        return {"id": self.id, "category": self.category, "text": self.text, "protected": self.protected,
-                "status": self.status}
+        return {
+            "id": self.id,
+            "category": self.category,
+            "text": self.text,
+            "protected": self.protected,
+            "status": self.status,
+        }
 
 
 @dataclass
@@ -134,8 +165,9 @@ class RefinementSession:
     def load(cls, run):
         session = cls(run=run)
         for lesson in Lesson.objects.filter(memory_id=run.memory_id, tier=Tier.CORE, status=LessonStatus.ACTIVE):
-            session.lessons[lesson.pk] = Staged(lesson.pk, lesson.category, lesson.text, lesson.relevance,
-                                                lesson.protected)
+            session.lessons[lesson.pk] = Staged(
+                lesson.pk, lesson.category, lesson.text, lesson.relevance, lesson.protected
+            )
             session.originals[lesson.pk] = lesson_fingerprint(lesson)
         session.chars_before = session.active_chars()
         return session
@@ -150,12 +182,14 @@ class RefinementSession:
         consolidation counts as the text of the merged lessons it still holds, not as its own length."""
         merges = [op for op in self.ops if op.action == "consolidate"]
         created = {op.new_id for op in merges}
-        kept = sum(len(s.text) for s in self.lessons.values()
-                   if s.status == LessonStatus.ACTIVE and s.id not in created)
+        kept = sum(
+            len(s.text) for s in self.lessons.values() if s.status == LessonStatus.ACTIVE and s.id not in created
+        )
         for op in merges:
             merged_text = self.lessons[op.new_id].text
-            kept += sum(len(self.lessons[i].text) * kept_share(self.lessons[i].text, merged_text)
-                        for i in op.args["ids"])
+            kept += sum(
+                len(self.lessons[i].text) * kept_share(self.lessons[i].text, merged_text) for i in op.args["ids"]
+            )
         return kept
 
     def retention(self):
@@ -206,8 +240,15 @@ class RefinementSession:
             return ToolResult(call.id, f"error: {exc}", is_error=True)
 
         retention = self.retention()
-        op = self._record(call.name, args, RefinementOperation.Outcome.APPLIED, before=before, after=after,
-                          mutating=True, retention=retention)
+        op = self._record(
+            call.name,
+            args,
+            RefinementOperation.Outcome.APPLIED,
+            before=before,
+            after=after,
+            mutating=True,
+            retention=retention,
+        )
         self.ops[-1].seq = op.seq
         if retention < self.run.threshold:
             self._terminate(retention, op)
@@ -217,8 +258,9 @@ class RefinementSession:
                 f"{self.run.threshold:.0%} threshold. Every change of this session was undone.",
                 is_error=True,
             )
-        return ToolResult(call.id, f"{message} ({self.ops_used}/{self.run.op_cap} changes used, "
-                                   f"retention {retention:.1%}).")
+        return ToolResult(
+            call.id, f"{message} ({self.ops_used}/{self.run.op_cap} changes used, retention {retention:.1%})."
+        )
 
     # --- actions (on the staged copy only) ----------------------------------------------------
 
@@ -227,8 +269,11 @@ class RefinementSession:
         if not isinstance(query, str) or not query.strip():
             raise InvalidCall("search needs a non-empty 'query' string")
         words = query.casefold().split()
-        hits = [s.view() for s in self.lessons.values()
-                if s.status == LessonStatus.ACTIVE and all(w in s.text.casefold() for w in words)]
+        hits = [
+            s.view()
+            for s in self.lessons.values()
+            if s.status == LessonStatus.ACTIVE and all(w in s.text.casefold() for w in words)
+        ]
         return hits[:25]
 
     def _target(self, raw, verb):
@@ -257,8 +302,9 @@ class RefinementSession:
             raise InvalidCall("'text' must be a string")
         text = text.strip()
         try:
-            services.validate_lesson_fields(tier=Tier.CORE, category=category or "PATTERN", text=text,
-                                            relevance=Relevance.MEDIUM)
+            services.validate_lesson_fields(
+                tier=Tier.CORE, category=category or "PATTERN", text=text, relevance=Relevance.MEDIUM
+            )
         except ValidationError as exc:
             raise InvalidCall("; ".join(exc.messages)) from None
         return text
@@ -280,8 +326,13 @@ class RefinementSession:
         for s in targets:
             s.status = LessonStatus.SUPERSEDED
         self.lessons[new_id] = Staged(new_id, category, text, relevance, False)
-        self.ops.append(StagedOp("consolidate", {"ids": [s.id for s in targets], "text": text,
-                                                 "category": category, "relevance": relevance}, new_id))
+        self.ops.append(
+            StagedOp(
+                "consolidate",
+                {"ids": [s.id for s in targets], "text": text, "category": category, "relevance": relevance},
+                new_id,
+            )
+        )
         after = [s.view() for s in targets] + [self.lessons[new_id].view()]
         return before, after, f"Consolidated {len(targets)} lessons into {new_id}"
 
@@ -321,12 +372,23 @@ class RefinementSession:
     def _record(self, action, args, outcome, *, before=(), after=(), reason="", mutating=False, retention=None):
         self.seq += 1
         op = RefinementOperation.objects.create(
-            run=self.run, seq=self.seq, action=str(action)[:20], arguments=_jsonable(args), before=list(before),
-            after=list(after), outcome=outcome, mutating=mutating, refusal_reason=reason, retention_after=retention,
+            run=self.run,
+            seq=self.seq,
+            action=str(action)[:20],
+            arguments=_jsonable(args),
+            before=list(before),
+            after=list(after),
+            outcome=outcome,
+            mutating=mutating,
+            refusal_reason=reason,
+            retention_after=retention,
         )
         label = f"{action} ({outcome})" if outcome != RefinementOperation.Outcome.APPLIED else str(action)
-        fields = {"ops_used": self.ops_used, "current_action": f"#{self.seq} {label}"[:200],
-                  "heartbeat_at": timezone.now()}
+        fields = {
+            "ops_used": self.ops_used,
+            "current_action": f"#{self.seq} {label}"[:200],
+            "heartbeat_at": timezone.now(),
+        }
         if retention is not None:
             fields["retention"] = retention
             fields["mass_counted"] = int(mass_of_chars(self.retained_chars()))
@@ -340,11 +402,19 @@ class RefinementSession:
         self.ops = []
         run = self.run
         RefinementOperation.objects.filter(run=run, outcome=RefinementOperation.Outcome.APPLIED, mutating=True).update(
-            outcome=RefinementOperation.Outcome.ROLLED_BACK)
-        finish_run(run, RefinementRun.Status.TERMINATED, retention=retention, mass_after=run.mass_before,
-                current_action=f"terminated at #{op.seq}: retention {retention:.1%} below {run.threshold:.0%}",
-                error=(f"Retention fell to {retention:.1%} (threshold {run.threshold:.0%}) after operation "
-                       f"#{op.seq}; every operation of the run was rolled back."))
+            outcome=RefinementOperation.Outcome.ROLLED_BACK
+        )
+        finish_run(
+            run,
+            RefinementRun.Status.TERMINATED,
+            retention=retention,
+            mass_after=run.mass_before,
+            current_action=f"terminated at #{op.seq}: retention {retention:.1%} below {run.threshold:.0%}",
+            error=(
+                f"Retention fell to {retention:.1%} (threshold {run.threshold:.0%}) after operation "
+                f"#{op.seq}; every operation of the run was rolled back."
+            ),
+        )
 
 
 def _jsonable(value):
@@ -363,7 +433,8 @@ def finish_run(run, status, **fields):
     fields.setdefault("finished_at", timezone.now())
     fields["heartbeat_at"] = timezone.now()
     updated = RefinementRun.objects.filter(pk=run.pk, status=RefinementRun.Status.RUNNING).update(
-        status=status, **fields)
+        status=status, **fields
+    )
     if updated:
         run.status = status
         for key, value in fields.items():

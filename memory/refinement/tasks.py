@@ -5,7 +5,7 @@ from celery import shared_task
 from memory.refinement.scheduling import refinement_schedule_nightly
 from memory.refinement.services import refinement_run_execute, refinement_sweep
 
-__all__ = ["refinement_run_task", "refinement_sweep_task", "refinement_nightly_task"]
+__all__ = ["refinement_nightly_task", "refinement_run_task", "refinement_sweep_task"]
 
 
 @shared_task(name="memory.refinement.run")

@@ -13,6 +13,9 @@ urlpatterns = [
     path("personas/<int:persona_pk>/prompt/", views.prompt_edit, name="prompt"),
     path("personas/<int:persona_pk>/threshold/", views.threshold_set, name="threshold"),
     path("personas/<int:persona_pk>/prompt/preview/", views.prompt_preview, name="prompt-preview"),
-    path("personas/<int:persona_pk>/prompt/versions/<int:version_pk>/restore/", views.prompt_restore,
-         name="prompt-restore"),
+    path(
+        "personas/<int:persona_pk>/prompt/versions/<int:version_pk>/restore/",
+        views.prompt_restore,
+        name="prompt-restore",
+    ),
 ]

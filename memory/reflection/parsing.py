@@ -67,11 +67,11 @@ def parse_bullet(line):
         raise ReflectionParseError(
             f"unknown category [{tag['tag'].strip()}] (expected one of {', '.join(ALL_CATEGORIES)})"
         )
-    body = body[tag.end():]
+    body = body[tag.end() :]
     # A doubled tag (`[PATTERN] [PATTERN] text`) is a known slip; read it as one.
     again = _TAG.match(body)
     if again and again["tag"].strip().upper() == category:
-        body = body[again.end():]
+        body = body[again.end() :]
     refs = []
     ref_match = _REF_SUFFIX.search(body)
     if ref_match:

@@ -96,7 +96,10 @@ def framing_for(persona, project_name):
     role = (persona.role or "").strip()
     if not role:
         return GENERIC_FRAMING.format(
-            name=persona.name, role="a member of the team", project=project_name, role_article="a",
+            name=persona.name,
+            role="a member of the team",
+            project=project_name,
+            role_article="a",
             role_lower="team member",
         )
     # "Data Scientist" reads as "a data scientist"; acronyms such as "SRE" keep their capitals.
@@ -104,6 +107,7 @@ def framing_for(persona, project_name):
     return GENERIC_FRAMING.format(
         name=persona.name, role=role, project=project_name, role_article=_article(role_lower), role_lower=role_lower
     )
+
 
 def context_block(interaction):
     files = [str(f) for f in (interaction.files_changed or []) if str(f).strip()]
@@ -144,11 +148,14 @@ def build_reflection_prompt(interaction, *, persona=None, project=None):
     memory = interaction.memory
     persona = persona or memory.persona
     project = project or memory.project
-    return "\n\n".join(
-        [
-            framing_for(persona, project.name),
-            context_block(interaction),
-            "Write down what you should remember from this for your next interaction on this project.",
-            rules_block(),
-        ]
-    ) + "\n"
+    return (
+        "\n\n".join(
+            [
+                framing_for(persona, project.name),
+                context_block(interaction),
+                "Write down what you should remember from this for your next interaction on this project.",
+                rules_block(),
+            ]
+        )
+        + "\n"
+    )

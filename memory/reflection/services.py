@@ -25,8 +25,7 @@ REFLECTION_PURPOSE = "reflection"
 
 
 @transaction.atomic
-def interaction_create(*, memory, trigger_type, summary, outcome="", files_changed=(), transcript=(),
-                       agent_token=None):
+def interaction_create(*, memory, trigger_type, summary, outcome="", files_changed=(), transcript=(), agent_token=None):
     """Record what happened and reflect on it once the transaction commits."""
     trigger_type = check_text(trigger_type, field="trigger_type")
     outcome = check_text(outcome or "", field="outcome")
@@ -114,12 +113,17 @@ def _store(interaction_id, parsed):
     # Lock the memory so two reflections cannot both add the same new lesson.
     memory = Memory.objects.select_for_update().get(pk=interaction.memory_id)
     results = services.lessons_append_or_confirm(
-        memory=memory, actor=services.Actor.job(f"reflection of interaction #{interaction.pk}"),
-        kind=ChangeBatch.Kind.REFLECTION, label=f"Reflection on {interaction.trigger_type}",
-        reason=f"Interaction #{interaction.pk}: {interaction.summary[:200]}", interaction=interaction,
+        memory=memory,
+        actor=services.Actor.job(f"reflection of interaction #{interaction.pk}"),
+        kind=ChangeBatch.Kind.REFLECTION,
+        label=f"Reflection on {interaction.trigger_type}",
+        reason=f"Interaction #{interaction.pk}: {interaction.summary[:200]}",
+        interaction=interaction,
         sender=Interaction,
-        drafts=[services.LessonDraft(text=item.text, category=item.category, refs=item.refs, vague=item.vague)
-                for item in parsed],
+        drafts=[
+            services.LessonDraft(text=item.text, category=item.category, refs=item.refs, vague=item.vague)
+            for item in parsed
+        ],
     )
     created = [lesson.pk for lesson, outcome in results if outcome == "created"]
     now = timezone.now()

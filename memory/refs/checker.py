@@ -41,13 +41,13 @@ class FileText:
         return len(self.lines)
 
     def window(self, start, end):
-        return _digest(self.lines[start - 1:end])
+        return _digest(self.lines[start - 1 : end])
 
     def before(self, start):
-        return _digest(self.lines[max(0, start - 1 - CONTEXT_LINES):start - 1])
+        return _digest(self.lines[max(0, start - 1 - CONTEXT_LINES) : start - 1])
 
     def after(self, end):
-        return _digest(self.lines[end:end + CONTEXT_LINES])
+        return _digest(self.lines[end : end + CONTEXT_LINES])
 
     def first_line(self, start):
         return _line_digest(self.lines[start - 1])
@@ -64,10 +64,13 @@ class FileText:
                 if self.window(start, start + length - 1) == anchor.fingerprint:
                     found.append(start)
         # Copies of the same lines: prefer the one whose surroundings match, then the nearest.
-        return sorted(found, key=lambda s: (
-            -((self.before(s) == anchor.context_before) + (self.after(s + length - 1) == anchor.context_after)),
-            abs(s - anchor.start),
-        ))
+        return sorted(
+            found,
+            key=lambda s: (
+                -((self.before(s) == anchor.context_before) + (self.after(s + length - 1) == anchor.context_after)),
+                abs(s - anchor.start),
+            ),
+        )
 
 
 @dataclass
@@ -151,8 +154,9 @@ def _recheck(anchor, files, read, head, change, folders):
     if anchor.start is None:
         if target == path:
             return Outcome(RefStatus.VALID, commit=head)
-        return Outcome(RefStatus.MOVED, commit=anchor.commit, proposed=(target, None, None),
-                       note=f"renamed to {target}")
+        return Outcome(
+            RefStatus.MOVED, commit=anchor.commit, proposed=(target, None, None), note=f"renamed to {target}"
+        )
     anchor.start, anchor.end = _range(anchor)
     text = read(files[target])
     if target == path and anchor.end <= len(text) and text.window(anchor.start, anchor.end) == anchor.fingerprint:
@@ -161,8 +165,12 @@ def _recheck(anchor, files, read, head, change, folders):
     if found:
         start = found[0]
         note = f"renamed to {target}" if target != path else ""
-        return Outcome(RefStatus.MOVED, commit=anchor.commit,
-                       proposed=(target, start, start + anchor.end - anchor.start), note=note)
+        return Outcome(
+            RefStatus.MOVED,
+            commit=anchor.commit,
+            proposed=(target, start, start + anchor.end - anchor.start),
+            note=note,
+        )
     if anchor.end > len(text):
         note = _beyond_end(anchor, text)
     else:
@@ -176,8 +184,9 @@ def check_anchors(repo, head, anchors):
     """{anchor id: Outcome} for every anchor, at commit `head` of `repo`."""
     files = repo.tree(head)
     folders = {path[:i] for path in files for i, ch in enumerate(path) if ch == "/"}
-    changes = {commit: repo.changes(commit, head)
-               for commit in {a.commit for a in anchors if a.commit and a.commit != head}}
+    changes = {
+        commit: repo.changes(commit, head) for commit in {a.commit for a in anchors if a.commit and a.commit != head}
+    }
     changes[head] = (set(), set(), {})
 
     # Which blobs a ref may need: read them all in one batch, each parsed once.

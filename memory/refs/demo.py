@@ -31,15 +31,20 @@ def _files(project):
     """Every file the project's demo lessons point at, long enough for their ranges."""
     lengths = {}
     for path, start, end in LessonRef.objects.filter(lesson__memory__project=project).values_list(
-            "path", "start_line", "end_line"):
+        "path", "start_line", "end_line"
+    ):
         lengths[path] = max(lengths.get(path, 0), (end or start or 0) + 12)
     return dict(sorted(lengths.items()))
 
 
 def _drift(repo, project):
     """Insert above some refs (moved), rename a file (moved), edit and delete others (stale)."""
-    refs = list(LessonRef.objects.filter(lesson__memory__project=project, start_line__isnull=False)
-                .order_by("path", "start_line").values_list("path", "start_line", "end_line").distinct())
+    refs = list(
+        LessonRef.objects.filter(lesson__memory__project=project, start_line__isnull=False)
+        .order_by("path", "start_line")
+        .values_list("path", "start_line", "end_line")
+        .distinct()
+    )
     paths = list(dict.fromkeys(path for path, _, _ in refs))
     inserted, renamed, edited, deleted = paths[0:3], paths[3:4], paths[4:6], paths[6:7]
     for path in inserted:

@@ -41,8 +41,13 @@ class Repository:
     def __init__(self, path):
         self.path = Path(path)
         # The ceiling keeps git from taking a parent folder's repository for this checkout.
-        self.env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C",
-                    "GIT_CEILING_DIRECTORIES": str(self.path.resolve().parent)}
+        self.env = {
+            **os.environ,
+            "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_TERMINAL_PROMPT": "0",
+            "LC_ALL": "C",
+            "GIT_CEILING_DIRECTORIES": str(self.path.resolve().parent),
+        }
 
     @classmethod
     def for_project(cls, project):
@@ -59,7 +64,10 @@ class Repository:
         try:
             result = subprocess.run(
                 ["git", "-c", f"safe.directory={self.path}", "-C", str(self.path), *args],
-                input=input, capture_output=True, env=self.env, timeout=GIT_TIMEOUT_SECONDS,
+                input=input,
+                capture_output=True,
+                env=self.env,
+                timeout=GIT_TIMEOUT_SECONDS,
             )
         except FileNotFoundError as exc:
             raise CheckoutUnavailable("the git command is not installed on this server") from exc
@@ -112,7 +120,7 @@ class Repository:
             if len(header) < 3:  # "<sha> missing"
                 continue
             size = int(header[2])
-            texts[sha] = out[pos:pos + size].decode("utf-8", "replace")
+            texts[sha] = out[pos : pos + size].decode("utf-8", "replace")
             pos += size + 1
         return texts
 

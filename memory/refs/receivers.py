@@ -16,8 +16,16 @@ def link_anchors(sender, lesson, rows, new=False, **kwargs):
 
 def _refs_to_review(memory):
     count = refs_needing_review_count([memory.pk]).get(memory.pk, 0)
-    return [ReviewItem(f"{count} ref{'s' if count != 1 else ''} moved, changed or gone: review them in the list",
-                       memory.get_absolute_url() + "?refs=review")] if count else []
+    return (
+        [
+            ReviewItem(
+                f"{count} ref{'s' if count != 1 else ''} moved, changed or gone: review them in the list",
+                memory.get_absolute_url() + "?refs=review",
+            )
+        ]
+        if count
+        else []
+    )
 
 
 @register_review_source("refs", singular="ref to review", plural="refs to review", order=50, items=_refs_to_review)

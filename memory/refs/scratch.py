@@ -8,8 +8,10 @@ import subprocess
 from pathlib import Path
 
 _IDENTITY = {
-    "GIT_AUTHOR_NAME": "Night Watch demo", "GIT_AUTHOR_EMAIL": "demo@example.invalid",
-    "GIT_COMMITTER_NAME": "Night Watch demo", "GIT_COMMITTER_EMAIL": "demo@example.invalid",
+    "GIT_AUTHOR_NAME": "Night Watch demo",
+    "GIT_AUTHOR_EMAIL": "demo@example.invalid",
+    "GIT_COMMITTER_NAME": "Night Watch demo",
+    "GIT_COMMITTER_EMAIL": "demo@example.invalid",
 }
 
 
@@ -22,8 +24,9 @@ class ScratchRepo:
             self.git("init", "-q", "-b", branch)
 
     def git(self, *args, input=None):
-        result = subprocess.run(["git", "-C", str(self.path), *args], input=input, capture_output=True,
-                                env=self.env, check=True)
+        result = subprocess.run(
+            ["git", "-C", str(self.path), *args], input=input, capture_output=True, env=self.env, check=True
+        )
         return result.stdout.decode().strip()
 
     def write(self, path, text):
@@ -37,7 +40,7 @@ class ScratchRepo:
     def insert_lines(self, path, before_line, lines):
         """Insert lines so the first of them becomes line `before_line`."""
         current = self.read(path).split("\n")
-        current[before_line - 1:before_line - 1] = list(lines)
+        current[before_line - 1 : before_line - 1] = list(lines)
         self.write(path, "\n".join(current))
 
     def replace_line(self, path, line, text):

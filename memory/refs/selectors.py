@@ -43,7 +43,9 @@ def refs_panel(memory):
     """What the memory page says about its refs: two queries."""
     counts = dict(
         LessonRef.objects.filter(lesson__memory=memory, lesson__status=LessonStatus.ACTIVE)
-        .values_list("anchor__status").annotate(n=Count("id")).values_list("anchor__status", "n")
+        .values_list("anchor__status")
+        .annotate(n=Count("id"))
+        .values_list("anchor__status", "n")
     )
     counts[RefStatus.UNANCHORED] = counts.get(RefStatus.UNANCHORED, 0) + counts.pop(None, 0)
     last = RefCheck.objects.filter(project_id=memory.project_id).order_by("-started_at", "-id").first()

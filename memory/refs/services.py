@@ -37,6 +37,7 @@ def _new_anchor(lesson_id, path, start, end):
 
 # --- linking refs to anchors (part of every lesson write) -------------------------------------
 
+
 def refs_link_anchors(lesson, rows, *, new=False):
     """Point each unsaved LessonRef row at its lesson's anchor for that ref, creating missing ones.
 
@@ -45,9 +46,7 @@ def refs_link_anchors(lesson, rows, *, new=False):
     created, so it has no anchors to look up.
     """
     keys = [row.as_text() for row in rows]
-    existing = {} if new else dict(
-        RefAnchor.objects.filter(lesson_id=lesson.pk, key__in=keys).values_list("key", "id")
-    )
+    existing = {} if new else dict(RefAnchor.objects.filter(lesson_id=lesson.pk, key__in=keys).values_list("key", "id"))
     missing = {}
     for row in rows:
         if row.as_text() not in existing:
@@ -79,21 +78,26 @@ def _link_unlinked(refs):
         wanted.setdefault((lesson_id, _ref_key(path, start, end)), (path, start, end))
     lesson_ids = sorted({lesson_id for lesson_id, _ in wanted})
     existing = _anchor_ids(lesson_ids)
-    missing = [_new_anchor(lesson_id, *wanted[(lesson_id, key)]) for lesson_id, key in wanted
-               if (lesson_id, key) not in existing]
+    missing = [
+        _new_anchor(lesson_id, *wanted[(lesson_id, key)])
+        for lesson_id, key in wanted
+        if (lesson_id, key) not in existing
+    ]
     if missing:
         _insert_rows(missing)
         existing = _anchor_ids(lesson_ids)
-    services.lesson_refs_set_anchors([(existing[(lesson_id, _ref_key(path, start, end))], pk)
-                                      for pk, lesson_id, path, start, end in rows])
+    services.lesson_refs_set_anchors(
+        [(existing[(lesson_id, _ref_key(path, start, end))], pk) for pk, lesson_id, path, start, end in rows]
+    )
     return len(rows)
 
 
 def _anchor_ids(lesson_ids):
     found = {}
     for i in range(0, len(lesson_ids), _CHUNK):
-        for lesson_id, key, pk in RefAnchor.objects.filter(lesson_id__in=lesson_ids[i:i + _CHUNK]).values_list(
-                "lesson_id", "key", "id"):
+        for lesson_id, key, pk in RefAnchor.objects.filter(lesson_id__in=lesson_ids[i : i + _CHUNK]).values_list(
+            "lesson_id", "key", "id"
+        ):
             found[(lesson_id, key)] = pk
     return found
 
@@ -104,11 +108,14 @@ def _insert_rows(objs):
     model = type(objs[0])
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
     qn = connection.ops.quote_name
-    sql = (f"INSERT INTO {qn(model._meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
-           f"VALUES ({', '.join(['%s'] * len(fields))})")
+    sql = (
+        f"INSERT INTO {qn(model._meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))})"
+    )
     with connection.cursor() as cursor:
-        cursor.executemany(sql, [[f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
-                                 for obj in objs])
+        cursor.executemany(
+            sql, [[f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields] for obj in objs]
+        )
 
 
 def _update_rows(model, columns, rows):
@@ -119,21 +126,41 @@ def _update_rows(model, columns, rows):
     qn = connection.ops.quote_name
     assignments = ", ".join(f"{qn(column)} = %s" for column in columns)
     with connection.cursor() as cursor:
-        cursor.executemany(f"UPDATE {qn(model._meta.db_table)} SET {assignments} WHERE {qn(model._meta.pk.column)} = %s",
-                           rows)
+        cursor.executemany(
+            f"UPDATE {qn(model._meta.db_table)} SET {assignments} WHERE {qn(model._meta.pk.column)} = %s", rows
+        )
 
 
 # --- anchoring and checking ------------------------------------------------------------------
 
 _FINGERPRINT = ("fingerprint", "first_line", "context_before", "context_after")
-_ANCHOR_FIELDS = ("id", "path", "start_line", "end_line", "status", "commit", "fingerprint", "first_line",
-                  "context_before", "context_after", "lesson__memory_id")
+_ANCHOR_FIELDS = (
+    "id",
+    "path",
+    "start_line",
+    "end_line",
+    "status",
+    "commit",
+    "fingerprint",
+    "first_line",
+    "context_before",
+    "context_after",
+    "lesson__memory_id",
+)
 
 
 def _as_anchor(row):
-    return Anchor(id=row["id"], path=row["path"], start=row["start_line"], end=row["end_line"], commit=row["commit"],
-                  fingerprint=row["fingerprint"], first_line=row["first_line"],
-                  context_before=row["context_before"], context_after=row["context_after"])
+    return Anchor(
+        id=row["id"],
+        path=row["path"],
+        start=row["start_line"],
+        end=row["end_line"],
+        commit=row["commit"],
+        fingerprint=row["fingerprint"],
+        first_line=row["first_line"],
+        context_before=row["context_before"],
+        context_after=row["context_after"],
+    )
 
 
 def _save_outcomes(rows, outcomes, head):
@@ -154,15 +181,39 @@ def _save_outcomes(rows, outcomes, head):
             still_valid.append(row["id"])
             continue
         path, start, end = outcome.proposed or ("", None, None)
-        changed.append((
-            outcome.status, outcome.commit, head, stamp, path if path != row["path"] else "", start, end,
-            outcome.note[:300], *(outcome.fingerprint.get(name, row[name]) for name in _FINGERPRINT), row["id"],
-        ))
+        changed.append(
+            (
+                outcome.status,
+                outcome.commit,
+                head,
+                stamp,
+                path if path != row["path"] else "",
+                start,
+                end,
+                outcome.note[:300],
+                *(outcome.fingerprint.get(name, row[name]) for name in _FINGERPRINT),
+                row["id"],
+            )
+        )
     for i in range(0, len(still_valid), _CHUNK):
-        RefAnchor.objects.filter(pk__in=still_valid[i:i + _CHUNK]).update(
-            commit=head, checked_commit=head, checked_at=now)
-    _update_rows(RefAnchor, ["status", "commit", "checked_commit", "checked_at", "proposed_path", "proposed_start",
-                             "proposed_end", "note", *_FINGERPRINT], changed)
+        RefAnchor.objects.filter(pk__in=still_valid[i : i + _CHUNK]).update(
+            commit=head, checked_commit=head, checked_at=now
+        )
+    _update_rows(
+        RefAnchor,
+        [
+            "status",
+            "commit",
+            "checked_commit",
+            "checked_at",
+            "proposed_path",
+            "proposed_start",
+            "proposed_end",
+            "note",
+            *_FINGERPRINT,
+        ],
+        changed,
+    )
     if touched:
         # Compiled memory marks stale refs; its cache is keyed by the memory's version.
         Memory.objects.filter(pk__in=touched).update(version=F("version") + 1)
@@ -180,7 +231,8 @@ def _anchors_in_use(**scope):
     with transaction.atomic():
         _link_unlinked(LessonRef.objects.filter(lesson__status=LessonStatus.ACTIVE, **scope))
     return RefAnchor.objects.filter(lesson__status=LessonStatus.ACTIVE, **scope).filter(
-        Exists(LessonRef.objects.filter(anchor_id=OuterRef("pk"))))
+        Exists(LessonRef.objects.filter(anchor_id=OuterRef("pk")))
+    )
 
 
 def refs_anchor_pending(*, memory):
@@ -221,6 +273,7 @@ def refs_check_project(*, project):
 
 # --- human decisions -------------------------------------------------------------------------
 
+
 def _proposed_ref(anchor):
     start, end = anchor.proposed_start, anchor.proposed_end
     return Ref(anchor.proposed_path or anchor.path, start, None if end == start else end)
@@ -229,11 +282,21 @@ def _proposed_ref(anchor):
 def _anchor_accepted(lesson, anchor, new):
     """The accepted range is what the check verified: anchor it there without reading git again."""
     fields = {
-        "path": new.path, "start_line": new.start_line, "end_line": new.end_line, "status": RefStatus.VALID,
-        "commit": anchor.checked_commit, "checked_commit": anchor.checked_commit, "checked_at": anchor.checked_at,
-        "fingerprint": anchor.fingerprint, "first_line": anchor.first_line,
-        "context_before": anchor.context_before, "context_after": anchor.context_after,
-        "proposed_path": "", "proposed_start": None, "proposed_end": None, "note": "",
+        "path": new.path,
+        "start_line": new.start_line,
+        "end_line": new.end_line,
+        "status": RefStatus.VALID,
+        "commit": anchor.checked_commit,
+        "checked_commit": anchor.checked_commit,
+        "checked_at": anchor.checked_at,
+        "fingerprint": anchor.fingerprint,
+        "first_line": anchor.first_line,
+        "context_before": anchor.context_before,
+        "context_after": anchor.context_after,
+        "proposed_path": "",
+        "proposed_start": None,
+        "proposed_end": None,
+        "note": "",
     }
     RefAnchor.objects.update_or_create(lesson=lesson, key=new.as_text(), defaults=fields)
 
@@ -254,8 +317,13 @@ def _accept_moves(lesson, moved_ids, *, actor, reason, batch):
             refs.append(Ref(row.path, row.start_line, row.end_line))
     if not accepted:
         raise ValidationError("this ref has no proposed move to accept; check the refs again")
-    services.lesson_update(lesson=lesson, actor=actor, batch=batch, refs=refs,
-                           reason=reason or "Accepted moved code reference: " + "; ".join(accepted))
+    services.lesson_update(
+        lesson=lesson,
+        actor=actor,
+        batch=batch,
+        refs=refs,
+        reason=reason or "Accepted moved code reference: " + "; ".join(accepted),
+    )
     return len(accepted)
 
 
@@ -276,8 +344,9 @@ def ref_accept_move(*, ref, actor, reason="", batch=None):
 def refs_accept_moved(*, memory, actor, reason=""):
     """Accept every proposed move of the memory's active lessons as one batch (revertible as one)."""
     moved = list(
-        LessonRef.objects.filter(lesson__memory=memory, lesson__status=LessonStatus.ACTIVE,
-                                 anchor__status=RefStatus.MOVED).values_list("lesson_id", "id")
+        LessonRef.objects.filter(
+            lesson__memory=memory, lesson__status=LessonStatus.ACTIVE, anchor__status=RefStatus.MOVED
+        ).values_list("lesson_id", "id")
     )
     if not moved:
         raise ValidationError("no moved refs wait for review in this memory")
@@ -285,7 +354,10 @@ def refs_accept_moved(*, memory, actor, reason=""):
     for lesson_id, ref_id in moved:
         by_lesson.setdefault(lesson_id, set()).add(ref_id)
     batch = services.batch_create(
-        memory=memory, kind=ChangeBatch.Kind.MANUAL, actor=actor, reason=reason,
+        memory=memory,
+        kind=ChangeBatch.Kind.MANUAL,
+        actor=actor,
+        reason=reason,
         label=f"Accepted {len(moved)} moved code reference{'s' if len(moved) != 1 else ''}",
     )
     for lesson in Lesson.objects.select_for_update().filter(pk__in=by_lesson).order_by("id"):
@@ -298,8 +370,12 @@ def ref_drop(*, ref, actor, reason=""):
     """Remove one ref from its lesson (recorded and revertible like any edit)."""
     ref = _locked_ref(ref)
     keep = [Ref(r.path, r.start_line, r.end_line) for r in _current_refs(ref.lesson) if r.pk != ref.pk]
-    services.lesson_update(lesson=ref.lesson, actor=actor, refs=keep,
-                           reason=reason or f"Dropped code reference {ref.as_text()} ({_status_words(ref)})")
+    services.lesson_update(
+        lesson=ref.lesson,
+        actor=actor,
+        refs=keep,
+        reason=reason or f"Dropped code reference {ref.as_text()} ({_status_words(ref)})",
+    )
     return ref.lesson
 
 
@@ -307,8 +383,11 @@ def ref_drop(*, ref, actor, reason=""):
 def ref_retire_lesson(*, ref, actor, reason=""):
     """The code the lesson was about is gone or rewritten: retire the lesson (a soft delete, restorable)."""
     ref = _locked_ref(ref)
-    return services.lesson_delete(lesson=ref.lesson, actor=actor,
-                                  reason=reason or f"Retired: code reference {ref.as_text()} is {_status_words(ref)}")
+    return services.lesson_delete(
+        lesson=ref.lesson,
+        actor=actor,
+        reason=reason or f"Retired: code reference {ref.as_text()} is {_status_words(ref)}",
+    )
 
 
 REF_BULK_ACTIONS = {"drop": "Drop the refs", "retire": "Retire their lessons"}
@@ -334,8 +413,9 @@ def refs_bulk_decide(*, memory, ref_ids, action, actor, reason=""):
         if pk in found:
             by_lesson.setdefault(found[pk], []).append(pk)
         else:
-            outcome["refused"].append({"id": pk, "message": "This ref is no longer there: its lesson was edited "
-                                                            "meanwhile. Review it again."})
+            outcome["refused"].append(
+                {"id": pk, "message": "This ref is no longer there: its lesson was edited meanwhile. Review it again."}
+            )
     for lesson_id, selected in by_lesson.items():
         try:
             _bulk_one_lesson(lesson_id, selected, action=action, actor=actor, reason=reason)
@@ -361,8 +441,12 @@ def _bulk_one_lesson(lesson_id, selected, *, action, actor, reason):
     words = ", ".join(f"{r.as_text()} ({_status_words(r)})" for r in chosen)
     if action == "drop":
         keep = [Ref(r.path, r.start_line, r.end_line) for r in current if r.pk not in selected]
-        services.lesson_update(lesson=lesson, actor=actor, refs=keep,
-                               reason=reason or f"Dropped code reference{'s' if len(chosen) > 1 else ''} {words}")
+        services.lesson_update(
+            lesson=lesson,
+            actor=actor,
+            refs=keep,
+            reason=reason or f"Dropped code reference{'s' if len(chosen) > 1 else ''} {words}",
+        )
     else:
         services.lesson_delete(lesson=lesson, actor=actor, reason=reason or f"Retired: code reference {words}")
 

@@ -10,11 +10,11 @@ from django.shortcuts import get_object_or_404, redirect
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from memory.access import CURATE, get_for_user_or_404, memory_for_user_or_404
 from memory.lessons.views.lessons import _curate
 from memory.models import LessonRef, Memory, RefCheck
 from memory.refs import services
 from memory.refs.tasks import check_refs
-from memory.access import CURATE, get_for_user_or_404, memory_for_user_or_404
 from memory.roles import curator_required
 from memory.web import actor_for, error_messages, reason_from, safe_next
 
@@ -38,23 +38,35 @@ def refs_check(request, memory_id):
         messages.error(request, f"Refs could not be checked: {check.error}")
     else:
         review = sum(n for status, n in check.counts.items() if status in ("moved", "changed", "gone"))
-        messages.success(request, f"Checked {check.refs_checked} ref{'s' if check.refs_checked != 1 else ''} "
-                                  f"at {check.head[:10]}: {review} need{'s' if review == 1 else ''} review.")
+        messages.success(
+            request,
+            f"Checked {check.refs_checked} ref{'s' if check.refs_checked != 1 else ''} "
+            f"at {check.head[:10]}: {review} need{'s' if review == 1 else ''} review.",
+        )
     return _back_to_memory(request, memory_id)
 
 
 def _ref_action(request, ref_id, service, done):
-    ref = get_for_user_or_404(request.user, LessonRef.objects.all(), pk=ref_id, action=CURATE,
-                              via="lesson__memory__project__team")
-    return _curate(request, ref.lesson_id,
-                   lambda lesson: service(ref=ref, actor=actor_for(request), reason=reason_from(request)), done)
+    ref = get_for_user_or_404(
+        request.user, LessonRef.objects.all(), pk=ref_id, action=CURATE, via="lesson__memory__project__team"
+    )
+    return _curate(
+        request,
+        ref.lesson_id,
+        lambda lesson: service(ref=ref, actor=actor_for(request), reason=reason_from(request)),
+        done,
+    )
 
 
 @require_POST
 @curator_required
 def ref_accept(request, ref_id):
-    return _ref_action(request, ref_id, services.ref_accept_move,
-                       "Moved ref accepted. The edit is in the lesson's history and can be reverted.")
+    return _ref_action(
+        request,
+        ref_id,
+        services.ref_accept_move,
+        "Moved ref accepted. The edit is in the lesson's history and can be reverted.",
+    )
 
 
 @require_POST
@@ -66,8 +78,9 @@ def ref_drop(request, ref_id):
 @require_POST
 @curator_required
 def ref_retire(request, ref_id):
-    return _ref_action(request, ref_id, services.ref_retire_lesson,
-                       "Lesson retired. It stays in history and can be restored.")
+    return _ref_action(
+        request, ref_id, services.ref_retire_lesson, "Lesson retired. It stays in history and can be restored."
+    )
 
 
 @require_POST
@@ -94,16 +107,24 @@ def refs_bulk(request, memory_id):
     try:
         if any(i is None for i in ids):
             raise ValidationError("the selection holds something that is not a ref number.")
-        outcome = services.refs_bulk_decide(memory=memory, ref_ids=ids, action=request.POST.get("action", ""),
-                                            actor=actor_for(request), reason=reason_from(request))
+        outcome = services.refs_bulk_decide(
+            memory=memory,
+            ref_ids=ids,
+            action=request.POST.get("action", ""),
+            actor=actor_for(request),
+            reason=reason_from(request),
+        )
     except ValidationError as exc:
         messages.error(request, "Nothing was changed: " + " ".join(error_messages(exc)))
     else:
         done = len(outcome["done"])
         if done:
             what = "dropped" if request.POST.get("action") == "drop" else "retired with their lessons"
-            messages.success(request, f"{done} of {len(ids)} ref{'s' if len(ids) != 1 else ''} {what}. "
-                                      "Each lesson's edit is in its history and can be reverted alone.")
+            messages.success(
+                request,
+                f"{done} of {len(ids)} ref{'s' if len(ids) != 1 else ''} {what}. "
+                "Each lesson's edit is in its history and can be reverted alone.",
+            )
         for item in outcome["refused"]:
             messages.warning(request, f"Ref #{item['id']} left as it is: {item['message']}")
     return _back_to_memory(request, memory_id)

@@ -27,7 +27,8 @@ import hashlib
 import os
 import tempfile
 from dataclasses import dataclass, field
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
+from datetime import timezone as dt_timezone
 from pathlib import Path
 
 from django.db import OperationalError, transaction
@@ -95,6 +96,7 @@ class PassReport:
 
 # --- keys of lines ---------------------------------------------------------------------------
 
+
 def _key(tier, body):
     return hashlib.blake2b(f"{tier}\0{body}".encode(), digest_size=8).hexdigest()
 
@@ -140,6 +142,7 @@ def _decode(data, where):
 
 # --- the folder walk -------------------------------------------------------------------------
 
+
 @dataclass
 class FoundFolder:
     rel: str
@@ -154,16 +157,21 @@ class FoundFolder:
 def _dirs(path):
     try:
         with os.scandir(path) as it:
-            return sorted((e for e in it if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)),
-                          key=lambda e: e.name)
+            return sorted(
+                (e for e in it if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)), key=lambda e: e.name
+            )
     except FileNotFoundError:
         return []
 
 
 def _memory_dirs(persona_path, rel_prefix, **who):
     for project in _dirs(Path(persona_path) / MEMORIES_DIR):
-        yield FoundFolder(rel=f"{rel_prefix}/{MEMORIES_DIR}/{project.name}", path=Path(project.path),
-                          project_folder=project.name, **who)
+        yield FoundFolder(
+            rel=f"{rel_prefix}/{MEMORIES_DIR}/{project.name}",
+            path=Path(project.path),
+            project_folder=project.name,
+            **who,
+        )
 
 
 def find_folders(root):
@@ -174,13 +182,18 @@ def find_folders(root):
         found += _memory_dirs(persona.path, persona.name, persona_name=persona.name, persona_folder=persona.name)
     for persona in _dirs(root / ARCHIVED_DIR):
         name, at = split_archived_folder(persona.name)
-        found += _memory_dirs(persona.path, f"{ARCHIVED_DIR}/{persona.name}", persona_name=name,
-                              archived_at=at or datetime(1970, 1, 1, tzinfo=dt_timezone.utc),
-                              archived_folder=persona.name)
+        found += _memory_dirs(
+            persona.path,
+            f"{ARCHIVED_DIR}/{persona.name}",
+            persona_name=name,
+            archived_at=at or datetime(1970, 1, 1, tzinfo=UTC),
+            archived_folder=persona.name,
+        )
     return found
 
 
 # --- state of files on disk ------------------------------------------------------------------
+
 
 def _prev_path(folder_path, name):
     return Path(folder_path) / f".{name}.sync-prev"
@@ -265,6 +278,7 @@ def _read_fd(fd):
 
 # --- one attempt on one folder ---------------------------------------------------------------
 
+
 @dataclass
 class _Intake:
     """What the files say changed since the last pass, per file."""
@@ -287,7 +301,7 @@ def _diff(name, read, state, intake):
         intake.kept += base  # a file gone altogether is written again: losing it is no one's decision
         return
     lines = [l for l in _parse(name, read.text) if not l.rejected or _reject(l)]
-    ends_clean = size == 0 or data[size - 1:size] == b"\n"
+    ends_clean = size == 0 or data[size - 1 : size] == b"\n"
     if state and len(data) > size and ends_clean and _sha(data[:size]) == sha:
         known = data[:size].count(b"\n")
         intake.kept += base
@@ -322,7 +336,7 @@ def _prev_tail(folder_path, name, prev, intake):
         return
     text = _decode(data, f"{path.parent.name}/{path.name}")
     lines = [l for l in _parse(name, text) if not l.rejected or _reject(l)]
-    if len(data) > size and _sha(data[:size]) == sha and (size == 0 or data[size - 1:size] == b"\n"):
+    if len(data) > size and _sha(data[:size]) == sha and (size == 0 or data[size - 1 : size] == b"\n"):
         known = data[:size].count(b"\n")
         intake.added += [l for l in lines if l.line_no > known]
     else:
@@ -338,7 +352,10 @@ class _Batch:
     def get(self):
         if self.batch is None:
             self.batch = services.batch_create(
-                memory=self.memory, kind=ChangeBatch.Kind.SYNC, actor=ACTOR, label=f"Sync of {self.rel}",
+                memory=self.memory,
+                kind=ChangeBatch.Kind.SYNC,
+                actor=ACTOR,
+                label=f"Sync of {self.rel}",
                 reason="What Night Watch wrote to the memory's files since the last sync",
             )
         return self.batch
@@ -441,8 +458,10 @@ def _attempt_locked(synced, memory, path, reads, result, today):
         _diff(name, reads[name], files.get(name), intake)
         if prev := (files.get(name) or {}).get("prev"):
             _prev_tail(path, name, prev, intake)
-    pending = {c.lesson_id: c for c in SyncConflict.objects.filter(memory=memory, status=SyncConflict.Status.PENDING)
-               .select_related("lesson")}
+    pending = {
+        c.lesson_id: c
+        for c in SyncConflict.objects.filter(memory=memory, status=SyncConflict.Status.PENDING).select_related("lesson")
+    }
     by_id = {c.pk: c for c in pending.values()}
     batch = _Batch(memory, synced.folder)
     added, new_conflicts, held_now = [], [], set()
@@ -473,14 +492,23 @@ def _attempt_locked(synced, memory, path, reads, result, today):
                 continue  # both sides took it away
             if people_changed or lesson.protected:
                 conflict = SyncConflict.objects.create(
-                    memory=memory, folder=synced, lesson=lesson, file_name=_file_of(lesson),
-                    base_line=_base_line(lesson, refs, key), file_line=paired.raw_line if paired else "",
+                    memory=memory,
+                    folder=synced,
+                    lesson=lesson,
+                    file_name=_file_of(lesson),
+                    base_line=_base_line(lesson, refs, key),
+                    file_line=paired.raw_line if paired else "",
                 )
                 pending[lesson.pk] = conflict
                 new_conflicts.append(conflict)
                 continue
-            services.lesson_delete(lesson=lesson, actor=ACTOR, batch=batch.get(), bump=False,
-                                   reason="Night Watch removed or rewrote the line")
+            services.lesson_delete(
+                lesson=lesson,
+                actor=ACTOR,
+                batch=batch.get(),
+                bump=False,
+                reason="Night Watch removed or rewrote the line",
+            )
             result.removed += 1
             added += [paired] if paired else []
     added += intake.added
@@ -524,12 +552,19 @@ def _attempt_locked(synced, memory, path, reads, result, today):
         elif prev:
             _drop_prev(path, name)  # its late writes were taken in above; one pass is all the window needs
             prev = None
-        new_files[name] = {"stat": stat, "size": len(data), "sha": _sha(data), "lines": lines,
-                           **({"prev": prev} if prev else {})}
+        new_files[name] = {
+            "stat": stat,
+            "size": len(data),
+            "sha": _sha(data),
+            "lines": lines,
+            **({"prev": prev} if prev else {}),
+        }
     memory.refresh_from_db(fields=["version"])
     synced.files = new_files
-    synced.stats = {**{name: state["stat"] for name, state in new_files.items()},
-                    **{f"{name} prev": state["prev"]["stat"] for name, state in new_files.items() if "prev" in state}}
+    synced.stats = {
+        **{name: state["stat"] for name, state in new_files.items()},
+        **{f"{name} prev": state["prev"]["stat"] for name, state in new_files.items() if "prev" in state},
+    }
     synced.memory_version = memory.version
     synced.synced_at = timezone.now()
     synced.error = ""
@@ -590,16 +625,25 @@ def sync_one(synced, path, result, *, today=None):
 
 # --- a pass ----------------------------------------------------------------------------------
 
+
 def _first_import(root, found, report):
     """Folders never synced: imported in bulk (creating personas, projects, memories as import does)."""
 
     tree = Tree(root=root)
     for f in found:
         try:
-            tree.memories.append(read_memory_folder(
-                f.path, root, f.persona_name, f.project_folder, f.archived_at, f.archived_folder,
-                persona_folder=f.persona_folder, tree=tree,
-            ))
+            tree.memories.append(
+                read_memory_folder(
+                    f.path,
+                    root,
+                    f.persona_name,
+                    f.project_folder,
+                    f.archived_at,
+                    f.archived_folder,
+                    persona_folder=f.persona_folder,
+                    tree=tree,
+                )
+            )
         except TreeError as exc:
             report[f.rel] = str(exc).replace("; nothing was imported", "")
     rejected = {m.path: m.rejected for m in tree.memories if m.rejected}
@@ -666,7 +710,9 @@ def _has_files(path):
 
 def _name_results(report, known):
     ids = {s.folder: s.memory_id for s in known.values()}
-    names = {m.pk: (m.persona.name, m.project.slug)
-             for m in Memory.objects.filter(pk__in=ids.values()).select_related("persona", "project")}
+    names = {
+        m.pk: (m.persona.name, m.project.slug)
+        for m in Memory.objects.filter(pk__in=ids.values()).select_related("persona", "project")
+    }
     for result in report.folders:
         result.persona, result.project = names.get(ids.get(result.folder), ("", ""))

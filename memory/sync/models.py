@@ -4,7 +4,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-__all__ = ["SyncedFolder", "SyncConflict"]
+__all__ = ["SyncConflict", "SyncedFolder"]
 
 
 class SyncedFolder(models.Model):
@@ -24,7 +24,9 @@ class SyncedFolder(models.Model):
     files = models.JSONField(default=dict)
     # The stats alone (a few numbers per file), so deciding a folder is unchanged never loads `files`.
     stats = models.JSONField(default=dict)
-    memory_version = models.BigIntegerField(default=-1, help_text="The memory's version the files were last written at.")
+    memory_version = models.BigIntegerField(
+        default=-1, help_text="The memory's version the files were last written at."
+    )
     synced_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True, help_text="Why the last pass could not sync this folder.")
 
@@ -58,8 +60,10 @@ class SyncConflict(models.Model):
     base_line = models.TextField(help_text="The line as the files held it after the last pass.")
     file_line = models.TextField(blank=True, help_text="Night Watch's line now; empty when it removed the line.")
     earlier_file_lines = models.JSONField(
-        default=list, blank=True,
-        help_text="Lines Night Watch wrote in this place before its latest one, while the conflict waited.")
+        default=list,
+        blank=True,
+        help_text="Lines Night Watch wrote in this place before its latest one, while the conflict waited.",
+    )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     choice = models.CharField(max_length=10, choices=Choice.choices, blank=True)
     resolved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -69,8 +73,9 @@ class SyncConflict(models.Model):
     class Meta:
         ordering = ["-id"]
         constraints = [
-            models.UniqueConstraint(fields=["lesson"], condition=models.Q(status="pending"),
-                                    name="sync_conflict_one_pending_per_lesson"),
+            models.UniqueConstraint(
+                fields=["lesson"], condition=models.Q(status="pending"), name="sync_conflict_one_pending_per_lesson"
+            ),
         ]
 
     def __str__(self):

@@ -9,12 +9,22 @@ def _pending(memory):
     from memory.sync.models import SyncConflict
 
     qs = SyncConflict.objects.filter(memory=memory, status=SyncConflict.Status.PENDING).order_by("id")
-    return [ReviewItem(f"File conflict #{c.pk} on lesson {c.lesson_id} ({c.file_name})",
-                       reverse("sync-conflict", args=[c.pk])) for c in qs[:20]]
+    return [
+        ReviewItem(
+            f"File conflict #{c.pk} on lesson {c.lesson_id} ({c.file_name})", reverse("sync-conflict", args=[c.pk])
+        )
+        for c in qs[:20]
+    ]
 
 
-@register_review_source("file-conflicts", singular="file conflict", plural="file conflicts", order=40,
-                        list_url=lambda: reverse("sync-conflicts"), items=_pending)
+@register_review_source(
+    "file-conflicts",
+    singular="file conflict",
+    plural="file conflicts",
+    order=40,
+    list_url=lambda: reverse("sync-conflicts"),
+    items=_pending,
+)
 def pending_file_conflicts(memory_ids):
     from memory.sync.models import SyncConflict
 

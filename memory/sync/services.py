@@ -6,8 +6,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory import services
-from memory.jobs import enqueue_on_commit
 from memory.formats.nightwatch import CORE_FILE, parse_core, parse_working
+from memory.jobs import enqueue_on_commit
 from memory.models import ChangeBatch, LessonStatus
 from memory.sync.models import SyncConflict, SyncedFolder
 
@@ -56,8 +56,15 @@ def sync_conflict_resolve(*, conflict, choice, actor):
                 _add(memory, line, batch_())
                 services.lesson_delete(lesson=lesson, actor=actor, batch=batch_(), reason=reason)
             else:
-                services.lesson_update(lesson=lesson, actor=actor, batch=batch_(), reason=reason, text=line.text,
-                                       category=line.category, refs=line.refs)
+                services.lesson_update(
+                    lesson=lesson,
+                    actor=actor,
+                    batch=batch_(),
+                    reason=reason,
+                    text=line.text,
+                    category=line.category,
+                    refs=line.refs,
+                )
     elif choice == SyncConflict.Choice.BOTH and conflict.file_line:
         _add(memory, _file_line(conflict), batch_())
     if batch is not None:

@@ -2,10 +2,10 @@
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.views.decorators.http import require_POST
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.views.decorators.http import require_POST
 
 from memory.access import CURATE, can, get_for_user_or_404, scope
 from memory.roles import curator_required, viewer_required
@@ -17,8 +17,11 @@ from memory.web import actor_for
 @viewer_required
 def conflict_list(request):
     # Two queries: the pending conflicts with their memories, and nothing per row.
-    conflicts = (scope(SyncConflict.objects.filter(status=SyncConflict.Status.PENDING), request.user)
-                 .select_related("memory__persona", "memory__project", "folder").order_by("id")[:200])
+    conflicts = (
+        scope(SyncConflict.objects.filter(status=SyncConflict.Status.PENDING), request.user)
+        .select_related("memory__persona", "memory__project", "folder")
+        .order_by("id")[:200]
+    )
     return TemplateResponse(request, "memory/sync/conflict_list.html", {"conflicts": conflicts})
 
 
@@ -27,7 +30,8 @@ def conflict_detail(request, conflict_id):
     conflict = get_for_user_or_404(
         request.user,
         SyncConflict.objects.select_related("memory__persona", "memory__project", "folder", "lesson", "resolved_by"),
-        pk=conflict_id)
+        pk=conflict_id,
+    )
     lesson = conflict.lesson
     context = {
         "conflict": conflict,
@@ -41,8 +45,12 @@ def conflict_detail(request, conflict_id):
 @require_POST
 @curator_required
 def conflict_resolve(request, conflict_id):
-    conflict = get_for_user_or_404(request.user, SyncConflict.objects.select_related("memory__persona", "memory__project"),
-                                   pk=conflict_id, action=CURATE)
+    conflict = get_for_user_or_404(
+        request.user,
+        SyncConflict.objects.select_related("memory__persona", "memory__project"),
+        pk=conflict_id,
+        action=CURATE,
+    )
     try:
         sync_conflict_resolve(conflict=conflict, choice=request.POST.get("choice", ""), actor=actor_for(request))
     except ValidationError as exc:

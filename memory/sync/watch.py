@@ -28,8 +28,9 @@ def watch_passes(root, *, stop, after_pass, idle_seconds=IDLE_PASS_SECONDS):
 
     def watcher():
         started.set()
-        for _ in watch(root, debounce=DEBOUNCE_MS, step=50, stop_event=stop, watch_filter=_memory_files,
-                       raise_interrupt=False):
+        for _ in watch(
+            root, debounce=DEBOUNCE_MS, step=50, stop_event=stop, watch_filter=_memory_files, raise_interrupt=False
+        ):
             dirty.set()
         dirty.set()
 

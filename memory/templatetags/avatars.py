@@ -28,5 +28,9 @@ def avatar(persona, size=""):
     if image.startswith("https://"):
         return format_html('<img class="avatar{}" src="{}" alt="" width="28" height="28">', size_class, image)
     colour = int(hashlib.sha1(name.lower().encode()).hexdigest(), 16) % PALETTE_SIZE
-    return format_html('<span class="avatar avatar-initial avatar-c{}{}" aria-hidden="true">{}</span>',
-                       colour, size_class, initials(name))
+    return format_html(
+        '<span class="avatar avatar-initial avatar-c{}{}" aria-hidden="true">{}</span>',
+        colour,
+        size_class,
+        initials(name),
+    )

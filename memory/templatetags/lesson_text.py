@@ -42,11 +42,18 @@ def reveal(text):
     text = "" if text is None else str(text)
     if not rendering.has_invisible(text):
         return text  # escaped by the template like any other value
-    return format_html_join("", "{}", (
-        (format_html('<span class="invisible-char" title="{}">{}</span>', seg.name, seg.label) if seg.invisible
-         else seg.text,)
-        for seg in rendering.invisible_segments(text)
-    ))
+    return format_html_join(
+        "",
+        "{}",
+        (
+            (
+                format_html('<span class="invisible-char" title="{}">{}</span>', seg.name, seg.label)
+                if seg.invisible
+                else seg.text,
+            )
+            for seg in rendering.invisible_segments(text)
+        ),
+    )
 
 
 @register.filter

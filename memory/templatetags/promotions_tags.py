@@ -8,6 +8,7 @@ from memory.roles import VIEW
 
 register = template.Library()
 
+
 @register.simple_tag(takes_context=True)
 def pending_promotions(context):
     """How many candidates wait for a decision (None for users who cannot see them), from the review

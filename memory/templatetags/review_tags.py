@@ -3,8 +3,8 @@
 from django import template
 from django.conf import settings
 
-from memory.review_queue import queue_total, request_totals
 from memory.access import access_for, visible_memory_ids
+from memory.review_queue import queue_total, request_totals
 from memory.roles import VIEW
 
 register = template.Library()
@@ -31,8 +31,12 @@ def waited(since, label="waiting"):
     if since is None:
         return ""
     if is_overdue(since):
-        return format_html('<span class="waited waited-overdue" title="Waiting longer than {} days">{} {}</span>',
-                           settings.REVIEW_OVERDUE_DAYS, label, timesince(since, depth=1))
+        return format_html(
+            '<span class="waited waited-overdue" title="Waiting longer than {} days">{} {}</span>',
+            settings.REVIEW_OVERDUE_DAYS,
+            label,
+            timesince(since, depth=1),
+        )
     return format_html('<span class="waited">{} {}</span>', label, timesince(since, depth=1))
 
 

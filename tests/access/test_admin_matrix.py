@@ -27,10 +27,18 @@ def _objects(label):
     token = AgentToken.objects.create(persona=persona, prefix=f"tok{label[:5]}", token_hash=label * 10)
     call = LLMCall.objects.create(persona=persona, memory=memory, purpose="test", provider="offline")
     detection = DetectionRun.objects.create(memory=memory, engine="offline", status="done")
-    return {"personas.team": team, "personas.persona": persona, "personas.project": project,
-            "memory.memory": memory, "memory.lesson": lesson, "memory.changebatch": ChangeBatch.objects.filter(
-                memory=memory).first(), "memory.interaction": interaction, "memory.agenttoken": token,
-            "memory.llmcall": call, "memory.detectionrun": detection}
+    return {
+        "personas.team": team,
+        "personas.persona": persona,
+        "personas.project": project,
+        "memory.memory": memory,
+        "memory.lesson": lesson,
+        "memory.changebatch": ChangeBatch.objects.filter(memory=memory).first(),
+        "memory.interaction": interaction,
+        "memory.agenttoken": token,
+        "memory.llmcall": call,
+        "memory.detectionrun": detection,
+    }
 
 
 def test_every_admin_is_scoped_or_closed_to_a_team_approver(client, django_user_model):

@@ -14,11 +14,14 @@ pytestmark = pytest.mark.django_db
 
 def _candidate(label):
     team = Team.objects.create(name=f"Team {label}", slug=f"team-{label}")
-    memory = MemoryFactory(persona=PersonaFactory(name=f"Persona-{label}", team=team),
-                           project=ProjectFactory(slug=f"project-{label}", team=team))
+    memory = MemoryFactory(
+        persona=PersonaFactory(name=f"Persona-{label}", team=team),
+        project=ProjectFactory(slug=f"project-{label}", team=team),
+    )
     lesson = make_lesson(memory, f"Retry the {label} webhook with backoff")
-    candidate = PromotionCandidate.objects.create(memory=memory, text=f"Core of {label}", category="PATTERN",
-                                                  evidence={}, fingerprint=label, engine="offline")
+    candidate = PromotionCandidate.objects.create(
+        memory=memory, text=f"Core of {label}", category="PATTERN", evidence={}, fingerprint=label, engine="offline"
+    )
     candidate.supporting.add(lesson)
     return team, candidate
 
@@ -35,7 +38,7 @@ def lead(django_user_model):
 
 def _card(html, pk):
     start = html.index(f'id="candidate-{pk}"')
-    return html[start:html.index("</article>", start)]
+    return html[start : html.index("</article>", start)]
 
 
 def test_cards_offer_decisions_only_in_the_team_where_the_person_approves(client, lead):
@@ -43,7 +46,7 @@ def test_cards_offer_decisions_only_in_the_team_where_the_person_approves(client
     client.force_login(user)
     html = client.get("/promotions/").content.decode()
     red_card, blue_card = _card(html, red.pk), _card(html, blue.pk)
-    assert f'/promotions/{red.pk}/approve/' in red_card and 'class="select-candidate"' in red_card
+    assert f"/promotions/{red.pk}/approve/" in red_card and 'class="select-candidate"' in red_card
     assert "/approve/" not in blue_card and 'class="select-candidate"' not in blue_card
     assert "/reject/" not in blue_card
 
@@ -51,8 +54,11 @@ def test_cards_offer_decisions_only_in_the_team_where_the_person_approves(client
 def test_a_bulk_decision_over_both_teams_decides_only_where_the_person_approves(client, lead):
     user, red, blue = lead
     client.force_login(user)
-    response = client.post("/promotions/bulk/", {"candidate": [red.pk, blue.pk], "action": "reject",
-                                                 "reason": "Not a lasting rule"}, follow=True)
+    response = client.post(
+        "/promotions/bulk/",
+        {"candidate": [red.pk, blue.pk], "action": "reject", "reason": "Not a lasting rule"},
+        follow=True,
+    )
     red.refresh_from_db()
     blue.refresh_from_db()
     assert red.status == PromotionCandidate.Status.REJECTED

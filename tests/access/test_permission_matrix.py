@@ -15,8 +15,8 @@ memory.access, the same for every row:
 To add a URL: one row in ROWS. Run on PostgreSQL in CI with DATABASE_URL set (same test).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import pytest
 from django.contrib.auth.models import Group
@@ -95,8 +95,9 @@ ROWS = {
     "refinement:prompt": Row(PERSONA, lambda o: {"persona_pk": o["persona"].pk}),
     "refinement:threshold": Row(PERSONA, lambda o: {"persona_pk": o["persona"].pk}),
     "refinement:prompt-preview": Row(PERSONA, lambda o: {"persona_pk": o["persona"].pk}),
-    "refinement:prompt-restore": Row(PERSONA, lambda o: {"persona_pk": o["persona"].pk,
-                                                         "version_pk": o["prompt_version"].pk}),
+    "refinement:prompt-restore": Row(
+        PERSONA, lambda o: {"persona_pk": o["persona"].pk, "version_pk": o["prompt_version"].pk}
+    ),
     "llm:calls": Row(VIEW, lambda o: {}, list_page=True),
     "pipeline:runs": Row(VIEW, lambda o: {}, list_page=True),
     "pipeline:run": Row(VIEW, lambda o: {"pk": o["pipeline_run"].pk}),
@@ -119,16 +120,23 @@ ROWS = {
 # Patterns outside the team rules, each with the reason and the tests that cover it.
 NOT_TEAM_SCOPED = {
     None: "favicon redirect, no data",
-    "login": "the login page", "logout": "ends the session",
+    "login": "the login page",
+    "logout": "ends the session",
     "account": "the signed-in person's own settings (tests/digest/test_view_account.py)",
     # The agent API answers to agent tokens only, scoped to their persona (tests/api/test_auth.py);
     # a session, even a superuser's, reads nothing there (test_api_ignores_sessions below).
-    "memory-context-text": "agent token", "api-v1:openapi-json": "API schema, no data",
-    "api-v1:openapi-view": "API docs, no data", "api-v1:health": "liveness, no data",
-    "api-v1:memory_context": "agent token", "api-v1:memory_prompt": "agent token",
-    "api-v1:interaction_submit": "agent token", "api-v1:interaction_status": "agent token",
-    "api-v1:lessons_append": "agent token", "api-v1:lessons_list": "agent token",
-    "api-v1:lesson_recall": "agent token", "api-v1:api-root": "API index, no data",
+    "memory-context-text": "agent token",
+    "api-v1:openapi-json": "API schema, no data",
+    "api-v1:openapi-view": "API docs, no data",
+    "api-v1:health": "liveness, no data",
+    "api-v1:memory_context": "agent token",
+    "api-v1:memory_prompt": "agent token",
+    "api-v1:interaction_submit": "agent token",
+    "api-v1:interaction_status": "agent token",
+    "api-v1:lessons_append": "agent token",
+    "api-v1:lessons_list": "agent token",
+    "api-v1:lesson_recall": "agent token",
+    "api-v1:api-root": "API index, no data",
 }
 
 
@@ -148,18 +156,33 @@ def project_patterns():
 
 
 def test_every_url_pattern_has_a_row():
-    missing = [f"{name or '(unnamed)'} at /{route}" for route, name in project_patterns()
-               if name not in ROWS and name not in NOT_TEAM_SCOPED]
+    missing = [
+        f"{name or '(unnamed)'} at /{route}"
+        for route, name in project_patterns()
+        if name not in ROWS and name not in NOT_TEAM_SCOPED
+    ]
     assert not missing, (
         "URL patterns with no row in the permission matrix (tests/access/test_permission_matrix.py ROWS): "
-        + "; ".join(missing) + ". Scope the view through memory.access and add a row saying the role it needs."
+        + "; ".join(missing)
+        + ". Scope the view through memory.access and add a row saying the role it needs."
     )
 
 
 # --- the people and the objects ---------------------------------------------------------------
 
-PEOPLE = ["anonymous", "own-viewer", "own-curator", "own-approver", "other-viewer", "other-curator",
-          "other-approver", "site-viewer", "site-curator", "site-approver", "superuser"]
+PEOPLE = [
+    "anonymous",
+    "own-viewer",
+    "own-curator",
+    "own-approver",
+    "other-viewer",
+    "other-curator",
+    "other-approver",
+    "site-viewer",
+    "site-curator",
+    "site-approver",
+    "superuser",
+]
 
 
 def _team_world(label):
@@ -172,27 +195,56 @@ def _team_world(label):
         make_lesson(memory, f"Working note {i} of {label}")
     change = Change.objects.filter(lesson=lesson).select_related("batch").first()
     interaction = Interaction.objects.create(memory=memory, trigger_type="manual", outcome="ok", summary="s")
-    candidate = PromotionCandidate.objects.create(memory=memory, text=f"Core of {label}", category="PATTERN",
-                                                  evidence={}, fingerprint=label, engine="offline")
+    candidate = PromotionCandidate.objects.create(
+        memory=memory, text=f"Core of {label}", category="PATTERN", evidence={}, fingerprint=label, engine="offline"
+    )
     candidate.supporting.add(lesson)
-    proposal = CompactionProposal.objects.create(memory=memory, base_version=memory.version, engine="offline",
-                                                 target_lines=2, before_text="", input_lesson_ids=[lesson.pk])
-    line = ProposalLine.objects.create(proposal=proposal, position=1, category="OBSERVATION", text="x",
-                                       source_ids=[lesson.pk], kind="kept")
+    proposal = CompactionProposal.objects.create(
+        memory=memory,
+        base_version=memory.version,
+        engine="offline",
+        target_lines=2,
+        before_text="",
+        input_lesson_ids=[lesson.pk],
+    )
+    line = ProposalLine.objects.create(
+        proposal=proposal, position=1, category="OBSERVATION", text="x", source_ids=[lesson.pk], kind="kept"
+    )
     now = timezone.now()
-    refinement_run = RefinementRun.objects.create(memory=memory, status=RefinementRun.Status.TERMINATED,
-                                                  started_at=now, finished_at=now)
+    refinement_run = RefinementRun.objects.create(
+        memory=memory, status=RefinementRun.Status.TERMINATED, started_at=now, finished_at=now
+    )
     pipeline_run = PipelineRun.objects.create(memory=memory, status=PipelineRun.Status.FAILED)
     prompt_version = RefinementPromptVersion.objects.create(persona=persona, number=1, text="Be careful.")
-    folder = SyncedFolder.objects.create(root="/agents", folder=f"Persona-{label}/memories/project-{label}",
-                                         memory=memory)
-    conflict = SyncConflict.objects.create(memory=memory, folder=folder, lesson=lesson, file_name="working.md",
-                                           base_line=f"- [OBSERVATION] Secret of team {label}",
-                                           file_line=f"- [OBSERVATION] Night Watch's secret of team {label}")
-    return {"team": team, "persona": persona, "project": project, "memory": memory, "lesson": lesson,
-            "change": change, "batch": change.batch, "interaction": interaction, "candidate": candidate,
-            "proposal": proposal, "line": line, "refinement_run": refinement_run, "pipeline_run": pipeline_run,
-            "prompt_version": prompt_version, "ref": LessonRef.objects.get(lesson=lesson), "conflict": conflict}
+    folder = SyncedFolder.objects.create(
+        root="/agents", folder=f"Persona-{label}/memories/project-{label}", memory=memory
+    )
+    conflict = SyncConflict.objects.create(
+        memory=memory,
+        folder=folder,
+        lesson=lesson,
+        file_name="working.md",
+        base_line=f"- [OBSERVATION] Secret of team {label}",
+        file_line=f"- [OBSERVATION] Night Watch's secret of team {label}",
+    )
+    return {
+        "team": team,
+        "persona": persona,
+        "project": project,
+        "memory": memory,
+        "lesson": lesson,
+        "change": change,
+        "batch": change.batch,
+        "interaction": interaction,
+        "candidate": candidate,
+        "proposal": proposal,
+        "line": line,
+        "refinement_run": refinement_run,
+        "pipeline_run": pipeline_run,
+        "prompt_version": prompt_version,
+        "ref": LessonRef.objects.get(lesson=lesson),
+        "conflict": conflict,
+    }
 
 
 @pytest.fixture
@@ -216,20 +268,31 @@ def _fingerprint():
     """What any write of these views would change, read straight from the tables."""
     return (
         list(Lesson.objects.order_by("id").values_list("id", "status", "protected", "text")),
-        Change.objects.count(), ChangeBatch.objects.count(),
+        Change.objects.count(),
+        ChangeBatch.objects.count(),
         list(PromotionCandidate.objects.order_by("id").values_list("id", "status")),
         list(CompactionProposal.objects.order_by("id").values_list("id", "status")),
         list(ProposalLine.objects.order_by("id").values_list("id", "text")),
         list(RefinementRun.objects.order_by("id").values_list("id", "status", "looked_at")),
         list(PipelineRun.objects.order_by("id").values_list("id", "status", "looked_at")),
         list(Persona.objects.order_by("id").values_list("id", "refinement_prompt", "refinement_threshold")),
-        RefinementPromptVersion.objects.count(), list(LessonRef.objects.order_by("id").values_list("id", "path")),
+        RefinementPromptVersion.objects.count(),
+        list(LessonRef.objects.order_by("id").values_list("id", "path")),
         list(SyncConflict.objects.order_by("id").values_list("id", "status")),
     )
 
 
-POST_DATA = {"reason": "matrix", "choice": "both", "action": "drop", "text": "Edited by the matrix", "category": "PATTERN", "relevance": "high",
-             "refs": "", "threshold": "50", "protected": "1"}
+POST_DATA = {
+    "reason": "matrix",
+    "choice": "both",
+    "action": "drop",
+    "text": "Edited by the matrix",
+    "category": "PATTERN",
+    "relevance": "high",
+    "refs": "",
+    "threshold": "50",
+    "protected": "1",
+}
 
 
 def _expected(row, person, method):
@@ -279,8 +342,10 @@ def test_matrix(name, world, client):
                 ok = False
             consumed = consumed or (expected == "allowed" and changed)
             if not ok:
-                failures.append(f"{method} {url} as {person}: expected {expected}, got {status}"
-                                f"{' and the database changed' if changed else ''}")
+                failures.append(
+                    f"{method} {url} as {person}: expected {expected}, got {status}"
+                    f"{' and the database changed' if changed else ''}"
+                )
     assert not failures, "\n".join(failures)
 
 
@@ -289,9 +354,11 @@ def test_api_ignores_sessions(world, client):
     own, _, users = world
     client.force_login(users["superuser"])
     memory = own["memory"]
-    for path in (f"/api/v1/memory/{memory.persona.name}/{memory.project.slug}/context",
-                 f"/api/v1/memory/{memory.persona.name}/{memory.project.slug}/lessons",
-                 f"/api/v1/lessons/{own['lesson'].pk}"):
+    for path in (
+        f"/api/v1/memory/{memory.persona.name}/{memory.project.slug}/context",
+        f"/api/v1/memory/{memory.persona.name}/{memory.project.slug}/lessons",
+        f"/api/v1/lessons/{own['lesson'].pk}",
+    ):
         assert client.get(path).status_code == 401, path
 
 

@@ -22,12 +22,15 @@ LIST_PAGES = ["/", "/promotions/", "/compactions/", "/refinement/", "/pipeline/"
 def _team(label, memories=2):
     team = Team.objects.create(name=label, slug=label.lower())
     for i in range(memories):
-        memory = MemoryFactory(persona=PersonaFactory(name=f"{label}-persona-{i}", team=team),
-                               project=ProjectFactory(slug=f"{label.lower()}-{i}", team=team))
+        memory = MemoryFactory(
+            persona=PersonaFactory(name=f"{label}-persona-{i}", team=team),
+            project=ProjectFactory(slug=f"{label.lower()}-{i}", team=team),
+        )
         make_lesson(memory, f"A lesson of {label} {i}")
         now = timezone.now()
-        RefinementRun.objects.create(memory=memory, status=RefinementRun.Status.COMPLETED, started_at=now,
-                                     finished_at=now)
+        RefinementRun.objects.create(
+            memory=memory, status=RefinementRun.Status.COMPLETED, started_at=now, finished_at=now
+        )
         PipelineRun.objects.create(memory=memory, status=PipelineRun.Status.COMPLETED)
     return team
 

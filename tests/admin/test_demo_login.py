@@ -50,7 +50,10 @@ def test_running_again_resets_the_password(settings):
 def test_a_chosen_password(settings):
     settings.DEBUG = True
     _run(password="correct-horse-battery")
-    assert authenticate(RequestFactory().post("/accounts/login/"), username="demo", password="correct-horse-battery") is not None
+    assert (
+        authenticate(RequestFactory().post("/accounts/login/"), username="demo", password="correct-horse-battery")
+        is not None
+    )
 
 
 @pytest.mark.django_db

@@ -89,8 +89,9 @@ def test_lesson_page_is_read_only_with_refs_inline(admin_client):
 def test_bulk_actions_go_through_services_one_batch_per_memory(admin_client):
     m1, m2 = MemoryFactory(), MemoryFactory()
     a, b, c = make_lesson(m1, "one"), make_lesson(m1, "two"), make_lesson(m2, "three")
-    response = admin_client.post(URL, {"action": "protect", "index": "0", ACTION_CHECKBOX_NAME: [a.pk, b.pk, c.pk]},
-                                 follow=True)
+    response = admin_client.post(
+        URL, {"action": "protect", "index": "0", ACTION_CHECKBOX_NAME: [a.pk, b.pk, c.pk]}, follow=True
+    )
     assert "Protected: 3 lesson(s)" in response.content.decode()
     assert Lesson.objects.filter(protected=True).count() == 3
     batches = ChangeBatch.objects.filter(label="Admin: protected")
@@ -99,8 +100,9 @@ def test_bulk_actions_go_through_services_one_batch_per_memory(admin_client):
 
     # protected lessons refuse deletion and say so; the others are soft-deleted
     services.lesson_set_protected(lesson=c, protected=False, actor=services.Actor.system("t"))
-    response = admin_client.post(URL, {"action": "soft_delete", "index": "0", ACTION_CHECKBOX_NAME: [a.pk, c.pk]},
-                                 follow=True)
+    response = admin_client.post(
+        URL, {"action": "soft_delete", "index": "0", ACTION_CHECKBOX_NAME: [a.pk, c.pk]}, follow=True
+    )
     html = response.content.decode()
     assert "Deleted: 1 lesson(s)" in html and "protected" in html
     assert Lesson.objects.get(pk=c.pk).status == LessonStatus.DELETED
@@ -117,8 +119,11 @@ def test_viewer_staff_cannot_run_curation_actions(client, django_user_model, vie
     client.force_login(viewer)
     lesson = make_lesson(MemoryFactory(), "keep as is")
     response = client.get(URL)
-    actions = [name for name, _ in response.context["action_form"].fields["action"].choices] \
-        if response.context.get("action_form") else []
+    actions = (
+        [name for name, _ in response.context["action_form"].fields["action"].choices]
+        if response.context.get("action_form")
+        else []
+    )
     assert "protect" not in actions
     client.post(URL, {"action": "protect", "index": "0", ACTION_CHECKBOX_NAME: [lesson.pk]})
     assert not Lesson.objects.get(pk=lesson.pk).protected

@@ -50,14 +50,14 @@ def test_archive_and_restore_actions_keep_memory(admin_client):
     a, b = PersonaFactory(name="A1"), PersonaFactory(name="B1")
     memory = MemoryFactory(persona=a)
     make_lesson(memory)
-    response = admin_client.post(URL, {"action": "archive_selected", ACTION_CHECKBOX_NAME: [a.pk, b.pk]},
-                                 follow=True)
+    response = admin_client.post(URL, {"action": "archive_selected", ACTION_CHECKBOX_NAME: [a.pk, b.pk]}, follow=True)
     assert "Archived 2 persona(s): A1, B1" in response.content.decode()
     assert Persona.objects.filter(archived_at__isnull=False).count() == 2
     assert memory.lessons.count() == 1
 
-    response = admin_client.post(URL + "?state=archived",
-                                 {"action": "restore_selected", ACTION_CHECKBOX_NAME: [a.pk]}, follow=True)
+    response = admin_client.post(
+        URL + "?state=archived", {"action": "restore_selected", ACTION_CHECKBOX_NAME: [a.pk]}, follow=True
+    )
     assert "Restored 1 persona(s): A1" in response.content.decode()
     a.refresh_from_db(), b.refresh_from_db()
     assert not a.is_archived and b.is_archived

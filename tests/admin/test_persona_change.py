@@ -14,17 +14,26 @@ def _post_data(persona=None, **overrides):
     data = {
         "name": persona.name if persona else "Iris",
         "role": persona.role if persona else "Reviewer",
-        "avatar": "", "is_active": "on",
+        "avatar": "",
+        "is_active": "on",
         "soul": json.dumps(persona.soul if persona else {"whoIAm": "I check things."}),
         "style": json.dumps(persona.style if persona else {}),
         "skill": json.dumps(persona.skill if persona else {}),
-        "provider": "", "model_name": "", "max_tokens": "1024", "temperature": "0.5", "base_url": "",
+        "provider": "",
+        "model_name": "",
+        "max_tokens": "1024",
+        "temperature": "0.5",
+        "base_url": "",
         "detection_token_budget": "200000",
-        "system_prompt_override": "", "reflection_prompt": "", "refinement_prompt": "",
+        "system_prompt_override": "",
+        "reflection_prompt": "",
+        "refinement_prompt": "",
         "refinement_threshold": "0.9",
         # the read-only memory inline's management form
-        "memories-TOTAL_FORMS": "0", "memories-INITIAL_FORMS": "0",
-        "memories-MIN_NUM_FORMS": "0", "memories-MAX_NUM_FORMS": "1000",
+        "memories-TOTAL_FORMS": "0",
+        "memories-INITIAL_FORMS": "0",
+        "memories-MIN_NUM_FORMS": "0",
+        "memories-MAX_NUM_FORMS": "1000",
     }
     data.update(overrides)
     return data
@@ -98,5 +107,5 @@ def test_rename_in_the_admin_keeps_memory(admin_client):
 @pytest.mark.django_db
 def test_avatar_help_says_initials_not_emoji(admin_client):
     html = admin_client.get(reverse("admin:personas_persona_add")).content.decode()
-    help_text = html[html.index('id="id_avatar_helptext"'):][:300]
+    help_text = html[html.index('id="id_avatar_helptext"') :][:300]
     assert "initials" in help_text and "emoji" not in help_text.lower()

@@ -118,8 +118,9 @@ def test_archive_restore_and_permanent_delete_are_logged(admin_client, persona_w
     services.persona_archive(persona=persona)
     url = reverse("admin:personas_persona_hard_delete", args=[persona.pk])
     admin_client.post(url, {"confirm_name": "wrong"})
-    messages = list(LogEntry.objects.filter(object_id=str(persona.pk)).order_by("id")
-                    .values_list("action_flag", "change_message"))
+    messages = list(
+        LogEntry.objects.filter(object_id=str(persona.pk)).order_by("id").values_list("action_flag", "change_message")
+    )
     assert [m for _, m in messages] == ["Archived (memory kept)", "Restored from the archive"]
     admin_client.post(url, {"confirm_name": "Maren"})
     assert LogEntry.objects.filter(object_id=str(persona.pk)).count() == 3

@@ -17,16 +17,24 @@ def test_preview_shows_persona_sections_then_memory_for_the_chosen_project(admin
     with_memory = ProjectFactory(name="Storefront")
     other = ProjectFactory(name="Another")
     memory = MemoryFactory(persona=persona, project=with_memory)
-    make_lesson(memory, "Scope order lookups by the session's customer id.", tier="core", category="PATTERN",
-                refs="src/routes/orders.ts#L44-L61")
+    make_lesson(
+        memory,
+        "Scope order lookups by the session's customer id.",
+        tier="core",
+        category="PATTERN",
+        refs="src/routes/orders.ts#L44-L61",
+    )
     make_lesson(memory, "Rotate the key that leaked in CI.", category="TODO")
 
     response = admin_client.get(_url(persona), {"project": with_memory.pk})
     assert response.status_code == 200
     prompt = response.context["prompt"]
     assert prompt == compile_system_prompt_for(persona, with_memory)
-    assert prompt.index("I read diffs as an attacker.") < prompt.index("## Core Lessons") < prompt.index(
-        "## Working Memory")
+    assert (
+        prompt.index("I read diffs as an attacker.")
+        < prompt.index("## Core Lessons")
+        < prompt.index("## Working Memory")
+    )
     html = response.content.decode()
     assert "Scope order lookups by the session&#x27;s customer id." in html
     assert "1 lesson kept, 0 cut" in html

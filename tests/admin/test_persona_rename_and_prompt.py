@@ -62,6 +62,7 @@ def test_refinement_prompt_edited_in_the_admin_is_a_new_version(admin_client, cl
     ]
     persona.refresh_from_db()
     assert persona.refinement_prompt == "Only merge exact duplicates; never delete."
-    admin_client.post(url, _post_data(persona, refinement_prompt="Only merge exact duplicates; never delete.",
-                                      role="Renamed role"))
+    admin_client.post(
+        url, _post_data(persona, refinement_prompt="Only merge exact duplicates; never delete.", role="Renamed role")
+    )
     assert RefinementPromptVersion.objects.filter(persona=persona).count() == 2  # unchanged text: no version

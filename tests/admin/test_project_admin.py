@@ -30,8 +30,10 @@ def test_list_counts_memories_and_lessons(admin_client, django_assert_num_querie
 def test_a_project_with_memory_cannot_be_deleted(admin_client):
     project = ProjectFactory()
     make_lesson(MemoryFactory(project=project), "precious")
-    assert admin_client.post(reverse("admin:personas_project_delete", args=[project.pk]), {"post": "yes"}) \
-        .status_code == 403
+    assert (
+        admin_client.post(reverse("admin:personas_project_delete", args=[project.pk]), {"post": "yes"}).status_code
+        == 403
+    )
     assert Project.objects.filter(pk=project.pk).exists()
     assert 'value="delete_selected"' not in admin_client.get(URL).content.decode()
 

@@ -50,7 +50,11 @@ def test_second_run_adds_nothing(seeded):
 def test_personas_projects_and_volume(seeded):
     assert Persona.objects.count() == 4
     assert set(Persona.objects.values_list("role", flat=True)) == {
-        "Security Reviewer", "Tech Lead / Architect", "QA Engineer", "Implementer"}
+        "Security Reviewer",
+        "Tech Lead / Architect",
+        "QA Engineer",
+        "Implementer",
+    }
     assert Project.objects.count() == 2
     assert all(p.repository_url.startswith("https://github.com/") for p in Project.objects.all())
     assert Memory.objects.count() == 8
@@ -62,7 +66,13 @@ def test_lessons_spread_over_tiers_categories_relevance_and_three_months(seeded)
     lessons = Lesson.objects.all()
     assert set(lessons.values_list("tier", flat=True)) == {"core", "working"}
     assert set(lessons.values_list("category", flat=True)) == {
-        "PATTERN", "DECISION", "ARCHITECTURE", "OBSERVATION", "HYPOTHESIS", "TODO"}
+        "PATTERN",
+        "DECISION",
+        "ARCHITECTURE",
+        "OBSERVATION",
+        "HYPOTHESIS",
+        "TODO",
+    }
     assert set(lessons.values_list("relevance", flat=True)) == {"low", "medium", "high", "critical"}
     dates = lessons.values_list("lesson_date", flat=True)
     assert max(dates) - min(dates) >= timedelta(days=80)
@@ -87,14 +97,20 @@ def test_something_for_promotion_and_compaction(seeded):
     # a theme repeated on 3+ distinct dates in one memory
     for who, where, items in data.REPEATED_THEMES:
         memory = Memory.objects.get(persona__name=who, project__slug=where)
-        dates = set(Lesson.objects.filter(memory=memory, text__in=[t for _, t, _ in items])
-                    .values_list("lesson_date", flat=True))
+        dates = set(
+            Lesson.objects.filter(memory=memory, text__in=[t for _, t, _ in items]).values_list(
+                "lesson_date", flat=True
+            )
+        )
         assert len(dates) >= 3
     confirmed = LessonConfirmation.objects.values("lesson").annotate(n=Count("id")).get()
     assert confirmed["n"] == 2
     # one memory whose working tier is over its line limit
-    over = [m for m in Memory.objects.all()
-            if m.lessons.filter(tier="working", status="active").count() > m.max_working_lines]
+    over = [
+        m
+        for m in Memory.objects.all()
+        if m.lessons.filter(tier="working", status="active").count() > m.max_working_lines
+    ]
     assert len(over) == 1
 
 
@@ -110,7 +126,9 @@ def test_demo_hooks_run_and_missing_ones_are_skipped(monkeypatch):
     feature = types.ModuleType("memory.fakefeature.demo")
     feature.seed = lambda stdout: calls.append(stdout) or stdout.write("fake feature seeded\n")
     monkeypatch.setitem(sys.modules, "memory.fakefeature.demo", feature)
-    monkeypatch.setattr(seed, "DEMO_HOOKS", ["memory.not_a_feature.demo", "memory.reflection.no_demo_here", "memory.fakefeature.demo"])
+    monkeypatch.setattr(
+        seed, "DEMO_HOOKS", ["memory.not_a_feature.demo", "memory.reflection.no_demo_here", "memory.fakefeature.demo"]
+    )
     output = _run()
     assert len(calls) == 1
     assert "fake feature seeded" in output
@@ -125,5 +143,10 @@ def test_a_hook_that_fails_to_import_something_else_is_not_hidden(monkeypatch):
 
 
 def test_default_hook_list():
-    assert seed.DEMO_HOOKS == ["memory.promotions.demo", "memory.compaction.demo", "memory.refinement.demo",
-                               "memory.pipeline.demo", "memory.refs.demo"]
+    assert seed.DEMO_HOOKS == [
+        "memory.promotions.demo",
+        "memory.compaction.demo",
+        "memory.refinement.demo",
+        "memory.pipeline.demo",
+        "memory.refs.demo",
+    ]

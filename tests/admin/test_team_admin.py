@@ -41,39 +41,66 @@ def test_team_approver_sees_only_their_teams_rows(client, teams):
     teams_page = client.get("/admin/personas/team/").content.decode()
     assert "Alpha" in teams_page and "Beta" not in teams_page
     # Another team's rows are not there at all: the admin sends the person back without showing them.
-    for url in (f"/admin/personas/persona/{theirs.pk}/change/", f"/admin/personas/project/{other_project.pk}/change/",
-                f"/admin/personas/team/{beta.pk}/change/"):
+    for url in (
+        f"/admin/personas/persona/{theirs.pk}/change/",
+        f"/admin/personas/project/{other_project.pk}/change/",
+        f"/admin/personas/team/{beta.pk}/change/",
+    ):
         response = client.get(url)
         assert response.status_code == 302 and "Theirs" not in response.content.decode(), url
     # Nor can a persona be moved into a team the lead does not approve in.
-    response = client.post(f"/admin/personas/project/add/", {"slug": "sneaky", "name": "Sneaky", "team": beta.pk,
-                                                             "repository_ref": "main", "created_at_0": "2026-01-01",
-                                                             "created_at_1": "10:00:00"})
+    response = client.post(
+        "/admin/personas/project/add/",
+        {
+            "slug": "sneaky",
+            "name": "Sneaky",
+            "team": beta.pk,
+            "repository_ref": "main",
+            "created_at_0": "2026-01-01",
+            "created_at_1": "10:00:00",
+        },
+    )
     assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
 
 
-def test_site_admin_creates_a_team_adds_members_and_moves_a_project(admin_client, admin_user, django_user_model,
-                                                                     teams):
+def test_site_admin_creates_a_team_adds_members_and_moves_a_project(admin_client, admin_user, django_user_model, teams):
     alpha, beta, lead = teams
     newcomer = django_user_model.objects.create_user("newcomer")
-    response = admin_client.post("/admin/personas/team/add/", {
-        "name": "Gamma", "slug": "gamma",
-        "memberships-TOTAL_FORMS": "1", "memberships-INITIAL_FORMS": "0",
-        "memberships-0-user": newcomer.pk, "memberships-0-role": "curator",
-        "changes-TOTAL_FORMS": "0", "changes-INITIAL_FORMS": "0",
-    })
+    response = admin_client.post(
+        "/admin/personas/team/add/",
+        {
+            "name": "Gamma",
+            "slug": "gamma",
+            "memberships-TOTAL_FORMS": "1",
+            "memberships-INITIAL_FORMS": "0",
+            "memberships-0-user": newcomer.pk,
+            "memberships-0-role": "curator",
+            "changes-TOTAL_FORMS": "0",
+            "changes-INITIAL_FORMS": "0",
+        },
+    )
     assert response.status_code == 302, response.content.decode()[:2000]
     gamma = Team.objects.get(slug="gamma")
     assert Membership.objects.get(team=gamma).role == "curator"
     project = ProjectFactory(name="Moving repo", slug="moving", team=alpha)
-    response = admin_client.post(f"/admin/personas/project/{project.pk}/change/", {
-        "slug": "moving", "name": "Moving repo", "team": gamma.pk, "repository_ref": "main",
-        "created_at_0": "2026-01-01", "created_at_1": "10:00:00"})
+    response = admin_client.post(
+        f"/admin/personas/project/{project.pk}/change/",
+        {
+            "slug": "moving",
+            "name": "Moving repo",
+            "team": gamma.pk,
+            "repository_ref": "main",
+            "created_at_0": "2026-01-01",
+            "created_at_1": "10:00:00",
+        },
+    )
     assert response.status_code == 302, response.context["adminform"].form.errors
     history = list(TeamChange.objects.order_by("id").values_list("team__slug", "action", "by__username"))
     assert history == [
-        ("gamma", "team created", "admin"), ("gamma", "member added", "admin"),
-        ("alpha", "project moved out", "admin"), ("gamma", "project moved in", "admin"),
+        ("gamma", "team created", "admin"),
+        ("gamma", "member added", "admin"),
+        ("alpha", "project moved out", "admin"),
+        ("gamma", "project moved in", "admin"),
     ]
     assert all(change.at is not None for change in TeamChange.objects.all())
 
@@ -84,14 +111,24 @@ def test_team_approver_removes_a_member_and_it_is_recorded(client, django_user_m
     membership = Membership.objects.create(team=alpha, user=member, role="viewer")
     lead_membership = Membership.objects.get(user=lead)
     client.force_login(lead)
-    response = client.post(f"/admin/personas/team/{alpha.pk}/change/", {
-        "memberships-TOTAL_FORMS": "2", "memberships-INITIAL_FORMS": "2",
-        "memberships-0-id": lead_membership.pk, "memberships-0-team": alpha.pk,
-        "memberships-0-user": lead.pk, "memberships-0-role": "approver",
-        "memberships-1-id": membership.pk, "memberships-1-team": alpha.pk,
-        "memberships-1-user": member.pk, "memberships-1-role": "viewer", "memberships-1-DELETE": "on",
-        "changes-TOTAL_FORMS": "0", "changes-INITIAL_FORMS": "0",
-    })
+    response = client.post(
+        f"/admin/personas/team/{alpha.pk}/change/",
+        {
+            "memberships-TOTAL_FORMS": "2",
+            "memberships-INITIAL_FORMS": "2",
+            "memberships-0-id": lead_membership.pk,
+            "memberships-0-team": alpha.pk,
+            "memberships-0-user": lead.pk,
+            "memberships-0-role": "approver",
+            "memberships-1-id": membership.pk,
+            "memberships-1-team": alpha.pk,
+            "memberships-1-user": member.pk,
+            "memberships-1-role": "viewer",
+            "memberships-1-DELETE": "on",
+            "changes-TOTAL_FORMS": "0",
+            "changes-INITIAL_FORMS": "0",
+        },
+    )
     assert response.status_code == 302, response.content.decode()[:3000]
     assert not Membership.objects.filter(user=member).exists()
     change = TeamChange.objects.get(action="member removed")

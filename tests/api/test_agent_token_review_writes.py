@@ -42,8 +42,11 @@ def world(persona, project, memory, approver):
     a = make_lesson(compacted, "Retry uses a fixed 1s delay in src/queue/worker.ts")
     b = make_lesson(compacted, "Queue worker retry in src/queue/worker.ts has no backoff")
     proposal = compaction_propose(
-        memory=compacted, actor=Actor.job("tests"),
-        engine=CompactionEngine(f"- [OBSERVATION] Retry in src/queue/worker.ts waits 1s, no backoff {{ids: {a.pk}, {b.pk}}}\n"),
+        memory=compacted,
+        actor=Actor.job("tests"),
+        engine=CompactionEngine(
+            f"- [OBSERVATION] Retry in src/queue/worker.ts waits 1s, no backoff {{ids: {a.pk}, {b.pk}}}\n"
+        ),
     )
     assert proposal.status == "pending", proposal.validation_errors
 
@@ -52,8 +55,14 @@ def world(persona, project, memory, approver):
     run = run_with(refined, RefinementEngine([("delete", {"id": lessons[0].pk}), ("complete", {})]))
     assert run.status == "completed"
     version = refinement_prompt_save(persona=persona, text="Merge only exact duplicates.", user=approver)
-    return {"candidate": candidate, "proposal": proposal, "line": proposal.lines.first(), "run": run,
-            "version": version, "memories": [memory, compacted, refined]}
+    return {
+        "candidate": candidate,
+        "proposal": proposal,
+        "line": proposal.lines.first(),
+        "run": run,
+        "version": version,
+        "memories": [memory, compacted, refined],
+    }
 
 
 def snapshot(world):
@@ -76,15 +85,19 @@ def review_posts(world, persona, memory):
     candidate, proposal, run, version = world["candidate"], world["proposal"], world["run"], world["version"]
     return [
         (reverse("promotions:approve", args=[candidate.pk]), {}),
-        (reverse("promotions:approve", args=[candidate.pk]),
-         {"edit": "1", "text": "Agents decide their own core memory", "category": "DECISION", "refs": ""}),
+        (
+            reverse("promotions:approve", args=[candidate.pk]),
+            {"edit": "1", "text": "Agents decide their own core memory", "category": "DECISION", "refs": ""},
+        ),
         (reverse("promotions:reject", args=[candidate.pk]), {"reason": "agent says no"}),
         (reverse("promotions:detect"), {"memory": memory.pk}),
         (reverse("compaction-apply", args=[proposal.pk]), {}),
         (reverse("compaction-reject", args=[proposal.pk]), {"reason": "agent says no"}),
         (reverse("compaction-revert", args=[proposal.pk]), {}),
-        (reverse("compaction-line-edit", args=[proposal.pk, world["line"].pk]),
-         {"category": "OBSERVATION", "text": "rewritten by an agent", "refs": ""}),
+        (
+            reverse("compaction-line-edit", args=[proposal.pk, world["line"].pk]),
+            {"category": "OBSERVATION", "text": "rewritten by an agent", "refs": ""},
+        ),
         (reverse("compaction-propose", args=[world["memories"][1].pk]), {}),
         (reverse("refinement:run-revert", args=[run.pk]), {"reason": "agent says undo"}),
         (reverse("refinement:run-start", args=[world["memories"][2].pk]), {}),

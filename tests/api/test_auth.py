@@ -19,8 +19,17 @@ from tests.factories import MemoryFactory, make_lesson
 
 def test_command_prints_the_token_once_and_stores_only_its_hash(persona, project):
     out, err = StringIO(), StringIO()
-    call_command("create_agent_token", "--persona", persona.name.upper(), "--project", project.slug,
-                 "--name", "ci bot", stdout=out, stderr=err)
+    call_command(
+        "create_agent_token",
+        "--persona",
+        persona.name.upper(),
+        "--project",
+        project.slug,
+        "--name",
+        "ci bot",
+        stdout=out,
+        stderr=err,
+    )
     raw = out.getvalue().strip()
     token = AgentToken.objects.get()
     assert token.persona == persona and token.project == project and token.name == "ci bot"
@@ -35,8 +44,9 @@ def test_command_refuses_unknown_persona_or_project(persona):
     with pytest.raises(CommandError, match="no active persona"):
         call_command("create_agent_token", "--persona", "Nobody", stdout=StringIO(), stderr=StringIO())
     with pytest.raises(CommandError, match="no project"):
-        call_command("create_agent_token", "--persona", persona.name, "--project", "nope",
-                     stdout=StringIO(), stderr=StringIO())
+        call_command(
+            "create_agent_token", "--persona", persona.name, "--project", "nope", stdout=StringIO(), stderr=StringIO()
+        )
     assert not AgentToken.objects.exists()
 
 
@@ -165,9 +175,12 @@ def test_agent_tokens_open_no_dashboard_or_admin_door(client, make_agent, person
     agent, _ = make_agent(persona)
     lesson = make_lesson(memory, "Protected by people only: settings.py")
     values = {"int": lesson.pk, "slug": project.slug, "str": project.slug, "path": "src/app.py", "uuid": uuid.uuid4()}
-    urls = set(_dashboard_urls(values)) | {"/admin/memory/lesson/", f"/admin/memory/lesson/{lesson.pk}/change/",
-                                           f"/admin/memory/lesson/{lesson.pk}/delete/",
-                                           f"/admin/personas/persona/{persona.pk}/change/"}
+    urls = set(_dashboard_urls(values)) | {
+        "/admin/memory/lesson/",
+        f"/admin/memory/lesson/{lesson.pk}/change/",
+        f"/admin/memory/lesson/{lesson.pk}/delete/",
+        f"/admin/personas/persona/{persona.pk}/change/",
+    }
     before = _counts()
     checked = 0
     for url in sorted(urls):

@@ -1,9 +1,8 @@
 """GET /api/v1/memory/{persona}/{project}/context"""
 
+import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-
-import pytest
 
 from memory.models import Lesson, LessonRef
 from memory.services import Actor, lesson_delete
@@ -63,8 +62,13 @@ def test_every_mutation_shows_at_once(agent, memory, persona, project):
 def _bulk_lessons(memory, n):
     # Bulk rows keep the test fast; the version bump stands in for the service's invalidation.
     lessons = Lesson.objects.bulk_create(
-        Lesson(memory=memory, category="OBSERVATION", text=f"Lesson {i} about mod_{i}.py", content_hash=f"{i:064d}",
-               section=i)
+        Lesson(
+            memory=memory,
+            category="OBSERVATION",
+            text=f"Lesson {i} about mod_{i}.py",
+            content_hash=f"{i:064d}",
+            section=i,
+        )
         for i in range(n)
     )
     LessonRef.objects.bulk_create(LessonRef(lesson=lesson, path=f"src/mod_{i}.py") for i, lesson in enumerate(lessons))
@@ -79,8 +83,7 @@ def _count_queries(agent, url):
     return len(ctx.captured_queries)
 
 
-def test_query_count_does_not_grow_with_lessons(agent, memory, persona, project, settings,
-                                                django_assert_num_queries):
+def test_query_count_does_not_grow_with_lessons(agent, memory, persona, project, settings, django_assert_num_queries):
     settings.MEMORY_VERSION_CACHE_SECONDS = 0  # the memory's version read from the database every time
     url = memory_url(persona, project, "context")
     make_lesson(memory, "Core rule in auth/tokens.py", category="PATTERN", tier="core", refs="auth/tokens.py")
@@ -122,8 +125,9 @@ def test_a_hit_runs_no_query_with_the_versions_cache(agent, memory, persona, pro
     assert "far longer" in agent.get(url).content.decode()
 
 
-def test_json_query_count_does_not_grow_with_lessons(agent, memory, persona, project, settings,
-                                                     django_assert_num_queries):
+def test_json_query_count_does_not_grow_with_lessons(
+    agent, memory, persona, project, settings, django_assert_num_queries
+):
     settings.MEMORY_VERSION_CACHE_SECONDS = 0
     url = memory_url(persona, project, "context") + "?format=json"
     make_lesson(memory, "Core rule in auth/tokens.py", category="PATTERN", tier="core", refs="auth/tokens.py")
@@ -170,8 +174,11 @@ def test_the_memory_a_read_finds_holds_its_stored_settings(agent, memory, person
 
 
 def _answer(response):
-    headers = {k: response[k] for k in ("Content-Type", "ETag", "X-Memory-Version", "WWW-Authenticate")
-               if response.has_header(k)}
+    headers = {
+        k: response[k]
+        for k in ("Content-Type", "ETag", "X-Memory-Version", "WWW-Authenticate")
+        if response.has_header(k)
+    }
     return response.status_code, headers, response.content
 
 

@@ -15,18 +15,42 @@ def post(agent, persona, project, *lessons):
 @pytest.mark.parametrize(
     "item, category, text, relevance",
     [
-        ({"tool": "save_fact", "text": "The API is served by gunicorn with 2 workers"}, "DECISION",
-         "The API is served by gunicorn with 2 workers", "medium"),
-        ({"tool": "save_fact", "text": "Jobs live in memory/tasks.py", "category": "ARCHITECTURE"}, "ARCHITECTURE",
-         "Jobs live in memory/tasks.py", "medium"),
-        ({"tool": "log_learning", "text": "pytest -k narrows the run", "relevance": "high"}, "OBSERVATION",
-         "pytest -k narrows the run", "high"),
-        ({"tool": "log_learning", "text": "Services take keyword arguments", "category": "PATTERN"}, "PATTERN",
-         "Services take keyword arguments", "medium"),
-        ({"tool": "log_error", "text": "Run migrations before tests", "error": "no such table:\n memory_lesson"},
-         "OBSERVATION", "Run migrations before tests — error: no such table: memory_lesson", "medium"),
-        ({"tool": "daily_log", "text": "Finished the export command"}, "OBSERVATION",
-         "Finished the export command", "low"),
+        (
+            {"tool": "save_fact", "text": "The API is served by gunicorn with 2 workers"},
+            "DECISION",
+            "The API is served by gunicorn with 2 workers",
+            "medium",
+        ),
+        (
+            {"tool": "save_fact", "text": "Jobs live in memory/tasks.py", "category": "ARCHITECTURE"},
+            "ARCHITECTURE",
+            "Jobs live in memory/tasks.py",
+            "medium",
+        ),
+        (
+            {"tool": "log_learning", "text": "pytest -k narrows the run", "relevance": "high"},
+            "OBSERVATION",
+            "pytest -k narrows the run",
+            "high",
+        ),
+        (
+            {"tool": "log_learning", "text": "Services take keyword arguments", "category": "PATTERN"},
+            "PATTERN",
+            "Services take keyword arguments",
+            "medium",
+        ),
+        (
+            {"tool": "log_error", "text": "Run migrations before tests", "error": "no such table:\n memory_lesson"},
+            "OBSERVATION",
+            "Run migrations before tests — error: no such table: memory_lesson",
+            "medium",
+        ),
+        (
+            {"tool": "daily_log", "text": "Finished the export command"},
+            "OBSERVATION",
+            "Finished the export command",
+            "low",
+        ),
     ],
 )
 def test_tool_mapping(agent, persona, project, item, category, text, relevance):
@@ -47,7 +71,9 @@ def test_many_lessons_in_one_batch_with_refs(agent, persona, project, django_cap
     try:
         with django_capture_on_commit_callbacks(execute=True):
             response = post(
-            agent, persona, project,
+                agent,
+                persona,
+                project,
                 {"tool": "log_learning", "text": "Cache keys carry the version", "refs": ["memory/selectors.py#L110"]},
                 {"tool": "save_fact", "text": "Tokens are sha256 hashed", "refs": ["memory/tokens.py"]},
             )
@@ -58,8 +84,13 @@ def test_many_lessons_in_one_batch_with_refs(agent, persona, project, django_cap
     assert [r.as_text() for r in lessons[0].refs.all()] == ["memory/selectors.py#L110"]
     assert Change.objects.filter(batch__kind="agent").count() == 2 and ChangeBatch.objects.count() == 1
     assert lessons[0].section == lessons[1].section
-    assert seen == [{"signal": working_lessons_added, "memory_id": lessons[0].memory_id,
-                     "lesson_ids": [lessons[0].pk, lessons[1].pk]}]
+    assert seen == [
+        {
+            "signal": working_lessons_added,
+            "memory_id": lessons[0].memory_id,
+            "lesson_ids": [lessons[0].pk, lessons[1].pk],
+        }
+    ]
     assert response.json()["version"] == Memory.objects.get().version
 
 
@@ -68,7 +99,10 @@ def test_exact_duplicate_confirms_instead_of_copying(agent, persona, project, me
     response = post(agent, persona, project, {"tool": "log_learning", "text": "cache keys  carry the version."})
     assert response.status_code == 201
     assert response.json()["lessons"][0] == {
-        "id": existing.pk, "status": "confirmed", "tier": "working", "category": "OBSERVATION",
+        "id": existing.pk,
+        "status": "confirmed",
+        "tier": "working",
+        "category": "OBSERVATION",
         "text": "Cache keys carry the version",
     }
     assert Lesson.objects.count() == 1

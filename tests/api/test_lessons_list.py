@@ -11,8 +11,9 @@ from tests.factories import make_lesson
 def lessons(memory):
     return {
         "login": make_lesson(memory, "Login throttles by IP", refs="src/auth/login.py#L10-L20"),
-        "tokens": make_lesson(memory, "Token rotation is daily", category="PATTERN", tier="core",
-                              refs="src/auth/tokens.py"),
+        "tokens": make_lesson(
+            memory, "Token rotation is daily", category="PATTERN", tier="core", refs="src/auth/tokens.py"
+        ),
         "authz": make_lesson(memory, "authz is a sibling folder", refs="src/authz/rules.py"),
         "api": make_lesson(memory, "Views are thin", category="DECISION", refs="src/api/views.py"),
         "none": make_lesson(memory, "Standup moved to 10:00"),
@@ -46,7 +47,8 @@ def test_category_and_tier_filters(agent, persona, project, lessons):
     assert ids(agent.get(url, {"tier": "core"})) == [lessons["tokens"].pk]
     assert ids(agent.get(url, {"category": "DECISION"})) == [lessons["api"].pk]
     assert ids(agent.get(url, {"path": "src/", "tier": "working", "category": "OBSERVATION"})) == [
-        lessons["login"].pk, lessons["authz"].pk,
+        lessons["login"].pk,
+        lessons["authz"].pk,
     ]
 
 
@@ -56,9 +58,19 @@ def test_items_carry_refs_and_deleted_lessons_are_left_out(agent, persona, proje
     assert lessons["authz"].pk not in [item["id"] for item in data["items"]]
     first = data["items"][0]
     # No checkout of the project: the ref is unanchored (not checked), with nothing proposed.
-    assert first["refs"] == [{"path": "src/auth/login.py", "start_line": 10, "end_line": 20,
-                              "text": "src/auth/login.py#L10-L20", "status": "unanchored", "verified_commit": None,
-                              "proposed": None, "note": "", "permalink": None}]
+    assert first["refs"] == [
+        {
+            "path": "src/auth/login.py",
+            "start_line": 10,
+            "end_line": 20,
+            "text": "src/auth/login.py#L10-L20",
+            "status": "unanchored",
+            "verified_commit": None,
+            "proposed": None,
+            "note": "",
+            "permalink": None,
+        }
+    ]
     assert first["category"] == "OBSERVATION" and first["tier"] == "working" and first["vague"] is False
 
 

@@ -42,7 +42,9 @@ def test_prompt_renders_nested_soul_style_and_skill_as_markdown_lists(agent, per
     persona.skill = {"modes": {"review": {"focus": ["security", "naming"]}}}
     persona.save()
     text = agent.get(memory_url(persona, project, "prompt")).content.decode()
-    opinions = text[text.index("### Opinions\n"):text.index("\n\n## Style")]  # key order is the database's (jsonb sorts)
+    opinions = text[
+        text.index("### Opinions\n") : text.index("\n\n## Style")
+    ]  # key order is the database's (jsonb sorts)
     assert "\n- dependencies:\n  - Pin them\n  - Audit them" in opinions and "\n- tests: Real database" in opinions
     assert "### Words I use\n- concretely\n### Emoji\n- allowed: False\n" in text
     assert "### Modes\n- review:\n  - focus:\n    - security\n    - naming\n" in text

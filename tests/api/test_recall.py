@@ -6,14 +6,25 @@ from tests.factories import make_lesson
 
 
 def test_recall_with_provenance_and_history(agent, memory, persona, project):
-    interaction = Interaction.objects.create(memory=memory, trigger_type="pr_review", outcome="merged",
-                                             summary="Reviewed the retry loop")
+    interaction = Interaction.objects.create(
+        memory=memory, trigger_type="pr_review", outcome="merged", summary="Reviewed the retry loop"
+    )
     source = make_lesson(memory, "Retry loop in worker.py has fixed delays")
-    lesson = make_lesson(memory, "Retries in worker.py need backoff", refs="src/worker.py#L88-L95",
-                         interaction=interaction, derived_from=[source], source_entry_ids=["m1", "m2"])
+    lesson = make_lesson(
+        memory,
+        "Retries in worker.py need backoff",
+        refs="src/worker.py#L88-L95",
+        interaction=interaction,
+        derived_from=[source],
+        source_entry_ids=["m1", "m2"],
+    )
     lesson_confirm(lesson=lesson, interaction=interaction)
-    lesson_update(lesson=lesson, text="Retries in src/worker.py need exponential backoff",
-                  actor=Actor.system("tests"), reason="more precise")
+    lesson_update(
+        lesson=lesson,
+        text="Retries in src/worker.py need exponential backoff",
+        actor=Actor.system("tests"),
+        reason="more precise",
+    )
     response = agent.get(f"/api/v1/lessons/{lesson.pk}")
     assert response.status_code == 200
     data = response.json()

@@ -29,7 +29,12 @@ def registry(monkeypatch):
 def test_files_benchmark_reports_its_figures(registry):
     out = _run("--only", "files", "--scale", "0.02")
     assert "== files:" in out
-    for label in ("import 200 bullets (2 files)", "import again", "export 2 files", "compile one memory of 200 lessons"):
+    for label in (
+        "import 200 bullets (2 files)",
+        "import again",
+        "export 2 files",
+        "compile one memory of 200 lessons",
+    ):
         assert label in out
     assert "target ≤ 5 ms" in out and "[cpu" in out
 
@@ -54,8 +59,14 @@ def test_registered_benchmark_runs_alone_with_its_target(registry):
 
 def test_growth_benchmark_reports_each_size_and_the_growth(registry):
     out = _run("--only", "growth", "--scale", "0.02")
-    for label in ("import, 0.1×", "import, 10×", "compile, 1×", "promotion detection, 10×",
-                  "import growth (CPU), 1× → 10× the data", "compile growth (CPU), 0.1× → 1× the data"):
+    for label in (
+        "import, 0.1×",
+        "import, 10×",
+        "compile, 1×",
+        "promotion detection, 10×",
+        "import growth (CPU), 1× → 10× the data",
+        "compile growth (CPU), 0.1× → 1× the data",
+    ):
         assert label in out
     assert "target ≤ 12 ×" in out
 
@@ -76,8 +87,10 @@ def test_a_name_cannot_be_registered_twice(registry):
 
 def test_compaction_benchmark_times_apply_with_and_without_appended_lessons(registry):
     out = _run("--only", "compaction")
-    for label in ("apply, full history, 0 lessons appended since the proposal",
-                  "apply, full history, 100 lessons appended since the proposal"):
+    for label in (
+        "apply, full history, 0 lessons appended since the proposal",
+        "apply, full history, 100 lessons appended since the proposal",
+    ):
         assert label in out
     from memory.models import Lesson
 

@@ -63,8 +63,7 @@ class PageWatch:
         page.on("console", lambda msg: msg.type == "error" and self.problems.append(f"console: {msg.text}"))
         page.on("pageerror", lambda exc: self.problems.append(f"uncaught: {exc}"))
         page.on("requestfailed", lambda req: self.problems.append(f"failed request: {req.url} {req.failure}"))
-        page.on("response", lambda resp: resp.status >= 400
-                and self.problems.append(f"HTTP {resp.status}: {resp.url}"))
+        page.on("response", lambda resp: resp.status >= 400 and self.problems.append(f"HTTP {resp.status}: {resp.url}"))
 
     def take(self):
         problems, self.problems = self.problems, []

@@ -12,19 +12,49 @@ from tests.factories import MemoryFactory, make_lesson
 def _memory_with_duplicates():
     memory = MemoryFactory(persona__name="Priya", persona__role="QA Engineer", project__name="Night Watch CLI")
     day = date(2026, 3, 1)
-    make_lesson(memory, "Flaky test: the scheduler spec sleeps 100ms instead of waiting on the job",
-                refs="tests/scheduler.spec.ts#L40-L52", day=day)
-    make_lesson(memory, "flaky test: the scheduler spec sleeps 100ms instead of waiting on the job.",
-                refs="tests/scheduler.spec.ts#L60", day=day + timedelta(days=2))
-    make_lesson(memory, "Coverage gap: no test drives the retry path of the uploader",
-                category="TODO", refs="src/upload/retry.ts#L10-L31", relevance="high", day=day)
-    make_lesson(memory, "Consider better error handling", category="HYPOTHESIS", relevance="low", vague=True,
-                day=day - timedelta(days=30))
-    make_lesson(memory, "Snapshot tests must run with TZ=UTC or dates shift", category="DECISION", protected=True,
-                refs="jest.config.js#L4", day=day)
+    make_lesson(
+        memory,
+        "Flaky test: the scheduler spec sleeps 100ms instead of waiting on the job",
+        refs="tests/scheduler.spec.ts#L40-L52",
+        day=day,
+    )
+    make_lesson(
+        memory,
+        "flaky test: the scheduler spec sleeps 100ms instead of waiting on the job.",
+        refs="tests/scheduler.spec.ts#L60",
+        day=day + timedelta(days=2),
+    )
+    make_lesson(
+        memory,
+        "Coverage gap: no test drives the retry path of the uploader",
+        category="TODO",
+        refs="src/upload/retry.ts#L10-L31",
+        relevance="high",
+        day=day,
+    )
+    make_lesson(
+        memory,
+        "Consider better error handling",
+        category="HYPOTHESIS",
+        relevance="low",
+        vague=True,
+        day=day - timedelta(days=30),
+    )
+    make_lesson(
+        memory,
+        "Snapshot tests must run with TZ=UTC or dates shift",
+        category="DECISION",
+        protected=True,
+        refs="jest.config.js#L4",
+        day=day,
+    )
     for i in range(5):
-        make_lesson(memory, f"Old low-value note {i} about src/legacy/mod_{i}.py", relevance="low",
-                    day=day - timedelta(days=60 - i))
+        make_lesson(
+            memory,
+            f"Old low-value note {i} about src/legacy/mod_{i}.py",
+            relevance="low",
+            day=day - timedelta(days=60 - i),
+        )
     memory.compaction_target_lines = 5
     memory.save()
     return memory
@@ -63,15 +93,16 @@ def test_review_edit_apply_and_revert(page, login, make_user, screenshot):
     page.get_by_role("button", name="Approve and apply").click()
     page.wait_for_selector("text=Compaction applied")
     assert page.locator("#proposal-status").inner_text() == "Applied"
-    assert Lesson.objects.filter(memory=memory, status="active",
-                                 text__contains="awaiting the job").exists()
+    assert Lesson.objects.filter(memory=memory, status="active", text__contains="awaiting the job").exists()
     screenshot("applied")
 
     page.get_by_role("button", name="Revert this compaction").click()
     page.wait_for_selector("text=Compaction reverted")
     assert page.locator("#proposal-status").inner_text() == "Reverted"
     assert CompactionProposal.objects.get(pk=proposal.pk).status == "reverted"
-    restored = {(l.pk, l.text, l.status) for l in Lesson.objects.filter(memory=memory, pk__in=[p for p, _, _ in before])}
+    restored = {
+        (l.pk, l.text, l.status) for l in Lesson.objects.filter(memory=memory, pk__in=[p for p, _, _ in before])
+    }
     assert restored == before
     screenshot("reverted")
 
@@ -117,7 +148,9 @@ def test_apply_then_revert_from_the_memory_history(page, login, make_user, scree
     screenshot("history-reverted")
 
     assert CompactionProposal.objects.get(pk=proposal.pk).status == "reverted"
-    restored = {(l.pk, l.text, l.status) for l in Lesson.objects.filter(memory=memory, pk__in=[p for p, _, _ in before])}
+    restored = {
+        (l.pk, l.text, l.status) for l in Lesson.objects.filter(memory=memory, pk__in=[p for p, _, _ in before])
+    }
     assert restored == before
     page.goto(f"/compactions/{proposal.pk}/")
     assert page.locator("#proposal-status").inner_text() == "Reverted"
@@ -139,17 +172,25 @@ def test_lessons_appended_through_the_api_survive_apply_and_revert(page, login, 
     _, raw = agent_token_create(persona=memory.persona)
     url = f"/api/v1/memory/{memory.persona.name}/{memory.project.slug}/lessons"
     texts = ["Upload retries back off 1s, 2s, 4s before failing", "The scheduler spec passes once it awaits the job"]
-    response = page.request.post(url, headers={"Authorization": f"Bearer {raw}"}, data={"lessons": [
-        {"tool": "log_learning", "text": texts[0], "refs": ["src/upload/retry.ts#L40-L48"]},
-        {"tool": "log_error", "text": texts[1], "error": "Timeout after 100ms"},
-    ]})
+    response = page.request.post(
+        url,
+        headers={"Authorization": f"Bearer {raw}"},
+        data={
+            "lessons": [
+                {"tool": "log_learning", "text": texts[0], "refs": ["src/upload/retry.ts#L40-L48"]},
+                {"tool": "log_error", "text": texts[1], "error": "Timeout after 100ms"},
+            ]
+        },
+    )
     assert response.status == 201, response.text()
     appended = list(Lesson.objects.filter(memory=memory).exclude(pk__in=proposal.input_lesson_ids).order_by("id"))
     assert [l.text for l in appended][0] == texts[0] and len(appended) == 2
 
     def state(lessons):
-        return [(l.pk, l.text, l.category, l.status, l.lesson_date, [r.as_text() for r in l.refs.all()])
-                for l in Lesson.objects.filter(pk__in=[x.pk for x in lessons]).order_by("id")]
+        return [
+            (l.pk, l.text, l.category, l.status, l.lesson_date, [r.as_text() for r in l.refs.all()])
+            for l in Lesson.objects.filter(pk__in=[x.pk for x in lessons]).order_by("id")
+        ]
 
     appended_state = state(appended)
     assert {s[3] for s in appended_state} == {"active"}

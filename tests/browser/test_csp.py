@@ -18,12 +18,24 @@ document.addEventListener("securitypolicyviolation", (e) => {
 def _pages(main, lesson):
     persona = main.persona
     return [
-        "/", f"/memories/{main.pk}/", f"/memories/{main.pk}/history/", f"/memories/{main.pk}/prompt/",
-        f"/lessons/{lesson.pk}/edit/", f"/lessons/{lesson.pk}/history/",
-        "/promotions/", "/compactions/", "/refinement/", f"/refinement/personas/{persona.pk}/prompt/",
-        f"/pipeline/?memory={main.pk}", "/llm/",
-        "/admin/", "/admin/personas/persona/", f"/admin/personas/persona/{persona.pk}/change/",
-        "/admin/memory/lesson/", f"/admin/memory/lesson/{lesson.pk}/change/", "/admin/axes/accessattempt/",
+        "/",
+        f"/memories/{main.pk}/",
+        f"/memories/{main.pk}/history/",
+        f"/memories/{main.pk}/prompt/",
+        f"/lessons/{lesson.pk}/edit/",
+        f"/lessons/{lesson.pk}/history/",
+        "/promotions/",
+        "/compactions/",
+        "/refinement/",
+        f"/refinement/personas/{persona.pk}/prompt/",
+        f"/pipeline/?memory={main.pk}",
+        "/llm/",
+        "/admin/",
+        "/admin/personas/persona/",
+        f"/admin/personas/persona/{persona.pk}/change/",
+        "/admin/memory/lesson/",
+        f"/admin/memory/lesson/{lesson.pk}/change/",
+        "/admin/axes/accessattempt/",
         "/api/v1/docs",
     ]
 
@@ -42,8 +54,10 @@ def test_main_pages_raise_no_csp_violation(page, login, make_user, live_server):
     for path in _pages(main, lesson):
         response = page.goto(path)
         assert response.status < 400, path
-        assert "Content-Security-Policy" in {k.title(): v for k, v in response.headers.items()} or \
-            "content-security-policy" in response.headers, path
+        assert (
+            "Content-Security-Policy" in {k.title(): v for k, v in response.headers.items()}
+            or "content-security-policy" in response.headers
+        ), path
         page.wait_for_load_state("networkidle")
         found = page.evaluate("window.__cspViolations")
         if found:

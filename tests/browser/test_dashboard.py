@@ -2,9 +2,8 @@
 
 import re
 
-from playwright.sync_api import expect
-
 from django.contrib.auth.models import User
+from playwright.sync_api import expect
 
 from memory import services
 from memory.models import Change, Lesson, LessonStatus
@@ -90,7 +89,8 @@ def test_edit_a_lesson_inline(page, login, make_user, screenshot):
     page.locator(f"#lesson-{lesson.pk}").get_by_role("button", name="Save").press("Enter")
     expect(page.locator(f"#lesson-{lesson.pk} .lesson-text strong")).to_have_text("re-raise")
     expect(page.locator(f"#lesson-{lesson.pk} a.ref")).to_have_attribute(
-        "href", "https://github.com/acme/checkout-api/blob/main/src/common/retry.py#L5-L30")
+        "href", "https://github.com/acme/checkout-api/blob/main/src/common/retry.py#L5-L30"
+    )
     lesson.refresh_from_db()
     assert lesson.relevance == "high"
     assert Change.objects.filter(lesson=lesson).first().batch.reason == "make it actionable"
@@ -149,8 +149,11 @@ def test_revert_a_change_and_a_batch(page, login, make_user, screenshot):
     assert lesson.text == "Use UTC everywhere in the API; convert in the client."
     # A later edit of another lesson of the reflection batch blocks reverting the batch as a whole.
     other = _lesson(memory, "Flaky checkout test")
-    services.lesson_update(lesson=other, actor=services.Actor.for_user(User.objects.get(username="cur")),
-                           text="Flaky checkout test: the ledger stub is not reset between tests.")
+    services.lesson_update(
+        lesson=other,
+        actor=services.Actor.for_user(User.objects.get(username="cur")),
+        text="Flaky checkout test: the ledger stub is not reset between tests.",
+    )
     page.goto(memory.history_url())
     batch = page.locator(".batch", has_text="reflection after PR #812")
     batch.get_by_role("button", name="Revert the whole batch").click()
@@ -160,7 +163,9 @@ def test_revert_a_change_and_a_batch(page, login, make_user, screenshot):
     # Undo the later edit first (newest batch, on top), then the whole batch reverts as one change.
     page.locator(".batch").first.get_by_role("button", name="Revert this change").click()
     expect(page.locator(".msg-success")).to_contain_text("Manual edit #")
-    page.locator(".batch", has_text="reflection after PR #812").get_by_role("button", name="Revert the whole batch").click()
+    page.locator(".batch", has_text="reflection after PR #812").get_by_role(
+        "button", name="Revert the whole batch"
+    ).click()
     expect(page.locator(".msg-success")).to_contain_text("Reflection #")
     screenshot("history-reverted")
     assert set(Lesson.objects.filter(memory=memory, tier="working").values_list("status", flat=True)) == {"deleted"}

@@ -10,7 +10,15 @@ from django.contrib.sessions.models import Session
 from playwright.sync_api import expect
 
 from memory.demo.seed import seed_demo
-from memory.models import ChangeBatch, CompactionProposal, Lesson, Memory, PipelineRun, PromotionCandidate, RefinementRun
+from memory.models import (
+    ChangeBatch,
+    CompactionProposal,
+    Lesson,
+    Memory,
+    PipelineRun,
+    PromotionCandidate,
+    RefinementRun,
+)
 from personas.models import Persona
 from tests.browser.audit import PageWatch, axe_violations, horizontal_overflow
 from tests.browser.conftest import ARTIFACTS
@@ -119,8 +127,9 @@ def test_phone_menu_opens_with_and_without_javascript(page, chromium, live_serve
     page.wait_for_url("**/promotions/")
 
     # Without JavaScript the same <details> menu works: open as served, closed with a tap.
-    context = chromium.new_context(base_url=live_server.url, viewport=PHONE, java_script_enabled=False,
-                                   storage_state=page.context.storage_state())
+    context = chromium.new_context(
+        base_url=live_server.url, viewport=PHONE, java_script_enabled=False, storage_state=page.context.storage_state()
+    )
     try:
         bare = context.new_page()
         bare.goto("/")

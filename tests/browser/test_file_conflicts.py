@@ -39,7 +39,9 @@ def test_conflict_pages_fit_pass_axe_and_a_person_settles_with_the_keyboard(page
             page.wait_for_load_state("networkidle")
             overflow = horizontal_overflow(page)
             if overflow["over"] > 0:
-                problems.append(f"{url} at {viewport['width']}px: {overflow['over']}px too wide: {overflow['culprits']}")
+                problems.append(
+                    f"{url} at {viewport['width']}px: {overflow['over']}px too wide: {overflow['culprits']}"
+                )
             problems += [f"{url}: {line}" for line in watch.take()]
             problems += [f"{url}: axe {line}" for line in axe_violations(page)]
     assert not problems, "\n".join(problems)

@@ -12,9 +12,15 @@ PATH = "src/payments/clients/generated/ResponseSchemaValidator.ts"
 
 def test_history_with_long_refs_fits_a_phone(page, login, transactional_db):
     memory = MemoryFactory()
-    lesson = make_lesson(memory, f"Payments client: response schema is missing `updatedAt` in {PATH}", refs=f"{PATH}#L120-L168")
-    services.lesson_update(lesson=lesson, actor=SYSTEM, refs=PATH.replace(".ts", "V2.ts") + "#L12-L16",
-                           reason="The validator moved to its second generated version")
+    lesson = make_lesson(
+        memory, f"Payments client: response schema is missing `updatedAt` in {PATH}", refs=f"{PATH}#L120-L168"
+    )
+    services.lesson_update(
+        lesson=lesson,
+        actor=SYSTEM,
+        refs=PATH.replace(".ts", "V2.ts") + "#L12-L16",
+        reason="The validator moved to its second generated version",
+    )
     User.objects.create_superuser("boss", "boss@example.com", "pw-for-tests-1")
     login("boss")
     page.set_viewport_size({"width": 390, "height": 844})

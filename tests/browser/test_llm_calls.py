@@ -11,9 +11,16 @@ def test_llm_call_log_filters_in_the_browser(page, login, make_user, screenshot)
         (lead, "refinement", "ok", ""),
         (lead, "compaction", "ok", ""),
     ]:
-        CallRecorder(memory=memory).record(purpose=purpose, provider="anthropic", model="claude-sonnet-4-6",
-                                           tokens_in=1200, tokens_out=180, latency_ms=850, outcome=outcome,
-                                           error=error)
+        CallRecorder(memory=memory).record(
+            purpose=purpose,
+            provider="anthropic",
+            model="claude-sonnet-4-6",
+            tokens_in=1200,
+            tokens_out=180,
+            latency_ms=850,
+            outcome=outcome,
+            error=error,
+        )
     make_user("lead", role="viewer")
     login("lead")
 

@@ -5,7 +5,7 @@ proposes it; the approver approves it in Chromium; the agent's next get_memory l
 Core Lessons.
 """
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 
 import pytest
 import time_machine
@@ -16,9 +16,12 @@ from tests.mcp.conftest import HttpTransport, serve_http, text_of
 
 # Near-identical restatements of one lesson, about one file, on three distinct days.
 SESSIONS = [
-    (datetime(2026, 3, 2, 10, tzinfo=timezone.utc), "Run the database migrations before starting the test suite"),
-    (datetime(2026, 3, 9, 10, tzinfo=timezone.utc), "Run database migrations before starting the test suite"),
-    (datetime(2026, 3, 16, 10, tzinfo=timezone.utc), "Always run the database migrations before starting the test suite"),
+    (datetime(2026, 3, 2, 10, tzinfo=UTC), "Run the database migrations before starting the test suite"),
+    (datetime(2026, 3, 9, 10, tzinfo=UTC), "Run database migrations before starting the test suite"),
+    (
+        datetime(2026, 3, 16, 10, tzinfo=UTC),
+        "Always run the database migrations before starting the test suite",
+    ),
 ]
 
 
@@ -35,6 +38,7 @@ def test_mcp_lessons_promoted_in_the_browser_reach_the_agent(page, login, make_u
     _, raw = agent_token_create(persona=memory.persona, project=memory.project, name="claude code")
 
     for moment, text in SESSIONS:
+
         async def session(client, text=text):
             return await client.call_tool("log_learning", {"text": text, "refs": ["tests/conftest.py"]})
 

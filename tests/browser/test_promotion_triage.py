@@ -99,7 +99,8 @@ def test_bulk_approve_and_bulk_reject_with_the_keyboard_alone(page, login, make_
     statuses = dict(PromotionCandidate.objects.values_list("pk", "status"))
     assert [statuses[c.pk] for c in cands] == ["approved", "approved", "rejected", "rejected", "pending"]
     assert set(PromotionCandidate.objects.filter(status="rejected").values_list("reason", flat=True)) == {
-        "Only true of the jax spike: not a rule"}
+        "Only true of the jax spike: not a rule"
+    }
     assert PromotionBulkDecision.objects.count() == 2
     assert Lesson.objects.filter(tier="core").count() == 2
 
@@ -157,7 +158,10 @@ def test_two_leads_in_two_browsers_decide_overlapping_selections(chromium, live_
         for pg in pages.values():
             pg.locator("#bulk-result").get_by_text(re.compile(r"Approved \d of 4")).wait_for()
 
-        rows = {pk: (status, by) for pk, status, by in PromotionCandidate.objects.values_list("pk", "status", "decided_by_label")}
+        rows = {
+            pk: (status, by)
+            for pk, status, by in PromotionCandidate.objects.values_list("pk", "status", "decided_by_label")
+        }
         assert {status for status, _ in rows.values()} == {"approved"}  # every candidate decided
         assert Lesson.objects.filter(tier="core").count() == 6  # and each exactly once
         for name, other in (("alice", "bob"), ("bob", "alice")):

@@ -15,8 +15,12 @@ def _pending_candidates():
         make_lesson(memory, text, refs=ref, day=date(2026, 1, 5 + 7 * i))
     other = MemoryFactory(persona__name="Tech Lead", project__name="Payments API")
     for day in (3, 9, 15):
-        make_lesson(other, "Feature flags are read once per request from config/flags.yml", refs="config/flags.yml",
-                    day=date(2026, 2, day))
+        make_lesson(
+            other,
+            "Feature flags are read once per request from config/flags.yml",
+            refs="config/flags.yml",
+            day=date(2026, 2, day),
+        )
     first = promotion_detect(memory=memory).created[0]
     promotion_detect(memory=other)
     return memory, first
@@ -66,7 +70,8 @@ def test_edit_then_approve_in_the_inbox(page, login, make_user, screenshot):
     assert core_section.locator("h2").inner_text().startswith("Core Lessons")
     assert edited in core_section.inner_text()
     assert "DECISION" in core_section.inner_text()
-    assert edited not in (page.locator("section.tier-working").inner_text()
-                          if page.locator("section.tier-working").count() else "")
+    assert edited not in (
+        page.locator("section.tier-working").inner_text() if page.locator("section.tier-working").count() else ""
+    )
     assert page.locator("header #promotions-badge").inner_text() == "1"
     screenshot("memory-page")

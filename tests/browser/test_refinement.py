@@ -14,10 +14,14 @@ from tests.refinement.scripted import ScriptedEngine
 
 def test_prompt_preview_run_progress_and_operations(page, login, make_user, screenshot, monkeypatch):
     make_user("lead", role="approver")
-    memory = MemoryFactory(persona=PersonaFactory(name="Wing", role="Site Reliability"),
-                           project=ProjectFactory(name="Checkout", slug="checkout"))
-    lessons = [core(memory, f"Service {i} keeps its retry budget in config/retry_{i}.toml and pages after {i + 3} failures")
-               for i in range(24)]
+    memory = MemoryFactory(
+        persona=PersonaFactory(name="Wing", role="Site Reliability"),
+        project=ProjectFactory(name="Checkout", slug="checkout"),
+    )
+    lessons = [
+        core(memory, f"Service {i} keeps its retry budget in config/retry_{i}.toml and pages after {i + 3} failures")
+        for i in range(24)
+    ]
     dup_a = core(memory, "Never deploy on Fridays after 15:00; the on-call rotation changes at 16:00")
     dup_b = core(memory, "Never deploy on Fridays after 15:00, the on-call rotation changes at 16:00")
     guarded = core(memory, "The vow: we never ship without a rollback plan", protected=True)
@@ -33,7 +37,9 @@ def test_prompt_preview_run_progress_and_operations(page, login, make_user, scre
     preview = page.get_by_test_id("preview")
     expect(preview).to_contain_text("Only de-duplicate.")
     expect(preview).to_contain_text(f"id {dup_a.pk} [PATTERN]")
-    page.get_by_label("Guidance for this agent").fill("Wing's memories are operational: merge only word-for-word duplicates.")
+    page.get_by_label("Guidance for this agent").fill(
+        "Wing's memories are operational: merge only word-for-word duplicates."
+    )
     expect(preview).to_contain_text("Wing's memories are operational")
     expect(preview).not_to_contain_text("Only de-duplicate.")
     screenshot("prompt-preview")
@@ -59,14 +65,28 @@ def test_prompt_preview_run_progress_and_operations(page, login, make_user, scre
         if len(seen) == 3:
             screenshot("run-progress")
 
-    engine = ScriptedEngine([
-        ("search", {"query": "Fridays"}),
-        ("consolidate", {"ids": [dup_a.pk, dup_b.pk],
-                         "text": "Never deploy on Fridays after 15:00; the on-call rotation changes at 16:00"}),
-        ("update", {"id": lessons[0].pk, "text": "Service 0 keeps its retry budget in config/retry_0.toml; pages after 3 failures"}),
-        ("delete", {"id": guarded.pk}),
-        ("complete", {"summary": "one duplicate merged"}),
-    ], after_call=watch)
+    engine = ScriptedEngine(
+        [
+            ("search", {"query": "Fridays"}),
+            (
+                "consolidate",
+                {
+                    "ids": [dup_a.pk, dup_b.pk],
+                    "text": "Never deploy on Fridays after 15:00; the on-call rotation changes at 16:00",
+                },
+            ),
+            (
+                "update",
+                {
+                    "id": lessons[0].pk,
+                    "text": "Service 0 keeps its retry budget in config/retry_0.toml; pages after 3 failures",
+                },
+            ),
+            ("delete", {"id": guarded.pk}),
+            ("complete", {"summary": "one duplicate merged"}),
+        ],
+        after_call=watch,
+    )
     run = refinement_run_execute(run_id=queued[0], engine=engine)
     assert run.status == "completed" and seen == ["search", "consolidate", "update", "delete", "complete"]
 

@@ -27,7 +27,9 @@ def test_revert_one_change_then_the_whole_batch(page, login, make_user, screensh
     screenshot("whole-batch-reverted")
 
     assert all(Lesson.objects.get(pk=l.pk).status == LessonStatus.ACTIVE for l in supporting)
-    assert set(Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE).values_list("text", flat=True)) >= before
+    assert (
+        set(Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE).values_list("text", flat=True)) >= before
+    )
     assert not Lesson.objects.filter(memory=memory, tier="core", status=LessonStatus.ACTIVE).exists()
     assert PromotionCandidate.objects.get(batch=batch).status == PromotionCandidate.Status.REVERTED
     page.goto(f"/memories/{memory.pk}/")

@@ -13,9 +13,10 @@ from tests.promotions.conftest import THEME
 
 def _team_with_a_pending_promotion(label, persona_name, project_name):
     team = Team.objects.create(name=f"Team {label}", slug=label.lower())
-    memory = MemoryFactory(persona=PersonaFactory(name=persona_name, team=team),
-                           project=ProjectFactory(name=project_name, slug=project_name.lower().replace(" ", "-"),
-                                                  team=team))
+    memory = MemoryFactory(
+        persona=PersonaFactory(name=persona_name, team=team),
+        project=ProjectFactory(name=project_name, slug=project_name.lower().replace(" ", "-"), team=team),
+    )
     for i, (text, ref) in enumerate(THEME):
         make_lesson(memory, text, refs=ref, day=date(2026, 1, 5 + 7 * i))
     candidate = promotion_detect(memory=memory).created[0]

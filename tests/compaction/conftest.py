@@ -18,13 +18,24 @@ def lessons(memory):
         "a": make_lesson(memory, "Retry uses a fixed 1s delay", refs="src/queue/worker.ts#L88-L95"),
         "b": make_lesson(memory, "Queue worker retry has no backoff", refs="src/queue/worker.ts#L88-L95"),
         "c": make_lesson(memory, "look into error handling", category="TODO", vague=True, relevance="low"),
-        "d": make_lesson(memory, "Audit log is event-sourced for replay", category="DECISION",
-                         refs="src/events/store.ts#L5-L15", protected=True),
-        "e": make_lesson(memory, "Token refresh may race in the session middleware", category="HYPOTHESIS",
-                         refs="src/auth/session.ts#L40", relevance="critical"),
+        "d": make_lesson(
+            memory,
+            "Audit log is event-sourced for replay",
+            category="DECISION",
+            refs="src/events/store.ts#L5-L15",
+            protected=True,
+        ),
+        "e": make_lesson(
+            memory,
+            "Token refresh may race in the session middleware",
+            category="HYPOTHESIS",
+            refs="src/auth/session.ts#L40",
+            relevance="critical",
+        ),
         "f": make_lesson(memory, "Reports endpoint runs one query per row", refs="src/reports/views.py#L12-L30"),
-        "core": make_lesson(memory, "Services own all writes", category="PATTERN", tier="core",
-                            refs="memory/services.py#L1"),
+        "core": make_lesson(
+            memory, "Services own all writes", category="PATTERN", tier="core", refs="memory/services.py#L1"
+        ),
     }
 
 

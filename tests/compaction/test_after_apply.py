@@ -22,8 +22,8 @@ def test_still_over_budget_after_apply_is_said_with_the_reasons(client_for, appr
     response = client_for(approver).post(reverse("compaction-apply", args=[proposal.pk]), follow=True)
     html = response.content.decode()
     assert "Compaction applied as" in html
-    notice = html[html.index('id="still-over"'):]
-    notice = notice[:notice.index("</p>")]
+    notice = html[html.index('id="still-over"') :]
+    notice = notice[: notice.index("</p>")]
     assert "Working memory is still over its limits: working.md is " in notice
     assert "over the budget of 150. Why: a compaction aims at 4 lines" in notice
     assert "2 protected or critical lessons (" in notice and "characters) are never dropped." in notice

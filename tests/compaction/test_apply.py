@@ -113,27 +113,37 @@ def test_only_one_pending_proposal_per_memory(memory, lessons, proposal, actor, 
     with pytest.raises(CompactionError, match="already waiting for review"):
         compaction_propose(memory=memory, actor=actor, engine=ScriptedEngine(good_output))
     with pytest.raises(IntegrityError), transaction.atomic():
-        CompactionProposal.objects.create(memory=memory, base_version=0, engine="offline", target_lines=4,
-                                          before_text="", status="pending")
+        CompactionProposal.objects.create(
+            memory=memory, base_version=0, engine="offline", target_lines=4, before_text="", status="pending"
+        )
 
 
 def test_edit_a_line_then_apply(memory, lessons, proposal, actor):
     line = next(l for l in proposal.lines.all() if l.source_ids == [lessons["f"].pk])
-    compaction_line_update(line=line, actor=actor, category="TODO",
-                           text="Batch the reports endpoint queries", refs="src/reports/views.py#L12-L30")
+    compaction_line_update(
+        line=line,
+        actor=actor,
+        category="TODO",
+        text="Batch the reports endpoint queries",
+        refs="src/reports/views.py#L12-L30",
+    )
     line.refresh_from_db()
     assert line.edited and line.kind == "rewritten" and line.category == "TODO"
     compaction_apply(proposal=proposal, actor=actor)
-    assert Lesson.objects.filter(memory=memory, status="active", category="TODO",
-                                 text="Batch the reports endpoint queries").exists()
+    assert Lesson.objects.filter(
+        memory=memory, status="active", category="TODO", text="Batch the reports endpoint queries"
+    ).exists()
 
 
-@pytest.mark.parametrize("changes,message", [
-    ({"refs": ""}, "is in no proposed line"),
-    ({"category": "IDEA"}, "Choose a category"),
-    ({"text": "  "}, "must not be empty"),
-    ({"refs": "not a ref at all"}, "bad reference"),
-])
+@pytest.mark.parametrize(
+    "changes,message",
+    [
+        ({"refs": ""}, "is in no proposed line"),
+        ({"category": "IDEA"}, "Choose a category"),
+        ({"text": "  "}, "must not be empty"),
+        ({"refs": "not a ref at all"}, "bad reference"),
+    ],
+)
 def test_an_edit_that_breaks_a_rule_changes_nothing(memory, lessons, proposal, actor, changes, message):
     line = next(l for l in proposal.lines.all() if l.source_ids == [lessons["f"].pk])
     fields = {"category": line.category, "text": line.text, "refs": ", ".join(line.refs), **changes}
@@ -147,8 +157,9 @@ def test_an_edit_that_breaks_a_rule_changes_nothing(memory, lessons, proposal, a
 def test_editing_a_protected_line_is_refused(memory, lessons, proposal, actor):
     line = next(l for l in proposal.lines.all() if l.source_ids == [lessons["d"].pk])
     with pytest.raises(ValidationError, match="protected"):
-        compaction_line_update(line=line, actor=actor, category="DECISION", text="Something else",
-                               refs="src/events/store.ts#L5-L15")
+        compaction_line_update(
+            line=line, actor=actor, category="DECISION", text="Something else", refs="src/events/store.ts#L5-L15"
+        )
 
 
 def test_reject_needs_a_reason_and_closes_the_proposal(memory, lessons, proposal, actor):

@@ -43,15 +43,27 @@ def _append(memory, token, *texts, day=None):
 
 def _row(lesson):
     lesson = Lesson.objects.get(pk=lesson.pk)
-    return (lesson.pk, lesson.tier, lesson.category, lesson.text, lesson.status, lesson.relevance, lesson.protected,
-            lesson.lesson_date, lesson.section, tuple(r.as_text() for r in lesson.refs.all()))
+    return (
+        lesson.pk,
+        lesson.tier,
+        lesson.category,
+        lesson.text,
+        lesson.status,
+        lesson.relevance,
+        lesson.protected,
+        lesson.lesson_date,
+        lesson.section,
+        tuple(r.as_text() for r in lesson.refs.all()),
+    )
 
 
 def test_appends_and_core_writes_do_not_make_a_proposal_stale(memory, lessons, proposal, actor, token):
-    appended = _append(memory, token, "Uploads retry three times on 503", "Cache keys include the locale",
-                       day=date(2026, 2, 1))
-    services.lesson_create(memory=memory, tier="core", category="DECISION", text="Core: all writes go through services",
-                           actor=actor)
+    appended = _append(
+        memory, token, "Uploads retry three times on 503", "Cache keys include the locale", day=date(2026, 2, 1)
+    )
+    services.lesson_create(
+        memory=memory, tier="core", category="DECISION", text="Core: all writes go through services", actor=actor
+    )
     services.lesson_update(lesson=lessons["core"], text="Services own all writes, and history", actor=actor)
     (again,) = _append(memory, token, appended[0].text)  # a confirmation of a lesson outside the proposal
     assert again.pk == appended[0].pk and again.confirmations.count() == 1
@@ -81,17 +93,27 @@ def test_appended_lessons_follow_the_compacted_lines_so_working_md_stays_in_date
     assert "Queue worker retries after a fixed 1s" in working.split(appended[0].text)[0]
 
 
-@pytest.mark.parametrize("change, how", [
-    (lambda l, a: services.lesson_update(lesson=l["f"], text="Reports endpoint runs two queries per row", actor=a),
-     "was edited: “Reports endpoint runs one query per row” → “Reports endpoint runs two queries per row”"),
-    (lambda l, a: services.lesson_update(lesson=l["f"], refs="src/reports/views.py#L12-L40", actor=a),
-     "was edited (refs"),
-    (lambda l, a: services.lesson_delete(lesson=l["c"], actor=a), "was deleted"),
-    (lambda l, a: services.lesson_set_protected(lesson=l["c"], protected=True, actor=a), "was protected"),
-    (lambda l, a: services.lesson_promote(lesson=l["a"], actor=a), "was promoted to core"),
-])
-def test_a_change_to_a_covered_lesson_makes_it_stale_and_says_how_and_by_whom(memory, lessons, proposal, curator,
-                                                                              actor, change, how):
+@pytest.mark.parametrize(
+    "change, how",
+    [
+        (
+            lambda l, a: services.lesson_update(
+                lesson=l["f"], text="Reports endpoint runs two queries per row", actor=a
+            ),
+            "was edited: “Reports endpoint runs one query per row” → “Reports endpoint runs two queries per row”",
+        ),
+        (
+            lambda l, a: services.lesson_update(lesson=l["f"], refs="src/reports/views.py#L12-L40", actor=a),
+            "was edited (refs",
+        ),
+        (lambda l, a: services.lesson_delete(lesson=l["c"], actor=a), "was deleted"),
+        (lambda l, a: services.lesson_set_protected(lesson=l["c"], protected=True, actor=a), "was protected"),
+        (lambda l, a: services.lesson_promote(lesson=l["a"], actor=a), "was promoted to core"),
+    ],
+)
+def test_a_change_to_a_covered_lesson_makes_it_stale_and_says_how_and_by_whom(
+    memory, lessons, proposal, curator, actor, change, how
+):
     change(lessons, services.Actor.for_user(curator))
     before = memory_state(memory)
     with pytest.raises(StaleProposal) as exc:
@@ -143,8 +165,11 @@ def test_after_apply_the_budget_message_gives_the_figures(memory, lessons, propo
     assert over_limits_explanation(memory) == ""
     memory.working_char_budget = 400
     memory.save()
-    _append(memory, token, *[f"Appended lesson {i} about the upload retry path in src/upload/retry_{i}.py"
-                             for i in range(4)])
+    _append(
+        memory,
+        token,
+        *[f"Appended lesson {i} about the upload retry path in src/upload/retry_{i}.py" for i in range(4)],
+    )
     compaction_apply(proposal=proposal, actor=actor)
     proposal.refresh_from_db()
 

@@ -23,8 +23,12 @@ def test_appends_racing_an_apply_all_survive_and_the_reviewed_set_is_what_gets_c
     race_needs_postgres()
 
     for i in range(40):
-        make_lesson(memory, f"Retry finding {i % 20} in src/queue/worker_{i % 20}.py",
-                    refs=f"src/queue/worker_{i % 20}.py#L{i % 20 + 1}", day=date(2026, 1, 1) + timedelta(days=i))
+        make_lesson(
+            memory,
+            f"Retry finding {i % 20} in src/queue/worker_{i % 20}.py",
+            refs=f"src/queue/worker_{i % 20}.py#L{i % 20 + 1}",
+            day=date(2026, 1, 1) + timedelta(days=i),
+        )
     memory.compaction_target_lines = 20
     memory.save()
     proposal = compaction_propose(memory=memory, actor=services.Actor.for_user(approver))
@@ -40,9 +44,16 @@ def test_appends_racing_an_apply_all_survive_and_the_reviewed_set_is_what_gets_c
         try:
             start.wait(timeout=10)
             for n in range(APPENDS_EACH):
-                _, results = agent_lessons_append(memory=memory, token=token, items=[
-                    {"tool": "log_learning", "text": f"Agent {worker} learned thing {n} about src/w{worker}/m{n}.py"}
-                ])
+                _, results = agent_lessons_append(
+                    memory=memory,
+                    token=token,
+                    items=[
+                        {
+                            "tool": "log_learning",
+                            "text": f"Agent {worker} learned thing {n} about src/w{worker}/m{n}.py",
+                        }
+                    ],
+                )
                 appended.extend(lesson.pk for lesson, how in results if how == "created")
                 if len(appended) >= APPENDERS * APPENDS_EACH // 3:
                     midway.set()

@@ -34,10 +34,19 @@ def test_exact_and_near_duplicates_merge_with_refs_unioned(memory, actor):
 def test_drops_oldest_low_relevance_first_down_to_the_target(memory, actor):
     memory.compaction_target_lines = 5
     memory.save()
-    low_old = [make_lesson(memory, f"Low relevance finding {i} in src/low_{i}.py", relevance="low",
-                           refs=f"src/low_{i}.py#L{i + 1}", day=START + timedelta(days=i)) for i in range(4)]
-    medium = [make_lesson(memory, f"Medium finding {i} about module {i * 7}", day=START + timedelta(days=i))
-              for i in range(3)]
+    low_old = [
+        make_lesson(
+            memory,
+            f"Low relevance finding {i} in src/low_{i}.py",
+            relevance="low",
+            refs=f"src/low_{i}.py#L{i + 1}",
+            day=START + timedelta(days=i),
+        )
+        for i in range(4)
+    ]
+    medium = [
+        make_lesson(memory, f"Medium finding {i} about module {i * 7}", day=START + timedelta(days=i)) for i in range(3)
+    ]
     protected = make_lesson(memory, "Protected but low", relevance="low", protected=True, day=START)
     critical = make_lesson(memory, "Critical and old", relevance="critical", day=START)
 
@@ -67,8 +76,13 @@ def test_must_keep_lessons_can_exceed_the_target(memory, actor):
 def test_large_memory_compacts_to_target_and_reverts_exactly(memory, actor):
     for i in range(170):
         text = f"Observation {i % 120} about the cache layer in src/cache/mod_{i % 120}.py"
-        make_lesson(memory, text, refs=f"src/cache/mod_{i % 120}.py#L{i % 120 + 1}",
-                    relevance=["low", "medium", "high"][i % 3], day=START + timedelta(days=i % 40))
+        make_lesson(
+            memory,
+            text,
+            refs=f"src/cache/mod_{i % 120}.py#L{i % 120 + 1}",
+            relevance=["low", "medium", "high"][i % 3],
+            day=START + timedelta(days=i % 40),
+        )
     v1 = make_lesson(memory, "untagged v1 bullet about src/v1.py", protected=True)
     Lesson.objects.filter(pk=v1.pk).update(category="")  # as the importer stores a v1 bullet
     before = working_set(memory)

@@ -80,8 +80,11 @@ CASES = [
     (rewrote_protected, "is protected: it must be kept unchanged on a line of its own, but the proposal changes"),
     (merged_critical, "is critical: it must be kept unchanged on a line of its own"),
     (lost_ref_in_merge, "Ref src/queue/worker.ts#L88-L95 of lesson #{a} is in no proposed line"),
-    (lost_ref_uncited, "Ref src/reports/views.py#L12-L30 of lesson #{f} is in no proposed line, and lesson #{f} "
-                       "is not listed as dropped."),
+    (
+        lost_ref_uncited,
+        "Ref src/reports/views.py#L12-L30 of lesson #{f} is in no proposed line, and lesson #{f} "
+        "is not listed as dropped.",
+    ),
     (bad_ref, "bad reference"),
 ]
 

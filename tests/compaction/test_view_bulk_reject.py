@@ -21,12 +21,18 @@ def test_approver_rejects_the_selected_proposals_and_working_memory_is_unchanged
     client = client_for(approver)
     listing = client.get(reverse("compaction-list")).content.decode()
     assert f'value="{proposals[0].pk}" form="compaction-bulk"' in listing and "Reject selected" in listing
-    page = client.post(URL, {"proposal": [proposals[0].pk, proposals[2].pk], "reason": "The week's noise"},
-                       follow=True).content.decode()
+    page = client.post(
+        URL, {"proposal": [proposals[0].pk, proposals[2].pk], "reason": "The week's noise"}, follow=True
+    ).content.decode()
     assert f"Rejected 2 of 2: #{proposals[0].pk}, #{proposals[2].pk}." in page
     assert dict(CompactionProposal.objects.values_list("pk", "status")) == {
-        proposals[0].pk: "rejected", proposals[1].pk: "pending", proposals[2].pk: "rejected"}
-    assert set(CompactionProposal.objects.filter(status="rejected").values_list("reason", flat=True)) == {"The week's noise"}
+        proposals[0].pk: "rejected",
+        proposals[1].pk: "pending",
+        proposals[2].pk: "rejected",
+    }
+    assert set(CompactionProposal.objects.filter(status="rejected").values_list("reason", flat=True)) == {
+        "The week's noise"
+    }
     assert Lesson.objects.filter(tier="working", status="active").count() == before
 
 
@@ -40,15 +46,20 @@ def test_one_already_decided_is_named_with_who_and_the_rest_go(actor, approver, 
     compaction_reject(proposal=proposals[1], actor=services.Actor.for_user(other), reason="Dup")
     outcome = compaction_bulk_reject(proposal_ids=[p.pk for p in proposals] + [424242], actor=actor, reason="Noise")
     assert outcome["rejected"] == [proposals[0].pk, proposals[2].pk]
-    assert outcome["refused"] == [{"id": proposals[1].pk, "message": "Already rejected by dana."},
-                                  {"id": 424242, "message": "Proposal #424242 does not exist."}]
+    assert outcome["refused"] == [
+        {"id": proposals[1].pk, "message": "Already rejected by dana."},
+        {"id": 424242, "message": "Proposal #424242 does not exist."},
+    ]
 
 
-@pytest.mark.parametrize("data, message", [
-    ({"reason": ""}, "Say why the proposals are rejected."),
-    ({"reason": "x", "proposal": ["1", "nope"]}, "not a proposal number"),
-    ({"reason": "x", "proposal": []}, "Select at least one proposal."),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"reason": ""}, "Say why the proposals are rejected."),
+        ({"reason": "x", "proposal": ["1", "nope"]}, "not a proposal number"),
+        ({"reason": "x", "proposal": []}, "Select at least one proposal."),
+    ],
+)
 def test_a_bad_request_says_why_and_rejects_nothing(client_for, approver, proposals, data, message):
     data = {"proposal": [proposals[0].pk], **data}
     page = client_for(approver).post(URL, data, follow=True).content.decode()

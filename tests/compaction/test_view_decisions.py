@@ -25,8 +25,7 @@ def test_apply_through_the_page(client_for, approver, proposal, memory):
     assert Lesson.objects.filter(memory=memory, status="active", tier="working").count() == 4
 
 
-def test_apply_of_a_stale_proposal_says_which_lesson_changed(client_for, approver, curator, proposal, memory,
-                                                              lessons):
+def test_apply_of_a_stale_proposal_says_which_lesson_changed(client_for, approver, curator, proposal, memory, lessons):
     services.lesson_set_protected(lesson=lessons["c"], protected=True, actor=services.Actor.for_user(curator))
     before = memory_state(memory)
     response = client_for(approver).post(reverse("compaction-apply", args=[proposal.pk]), follow=True)
@@ -71,7 +70,7 @@ def test_applied_batch_links_to_the_memory_history_and_reverts_from_there(client
     before = memory_state(memory)
     client.post(reverse("compaction-apply", args=[proposal.pk]))
     proposal.refresh_from_db()
-    link = f'{memory.history_url()}#batch-{proposal.apply_batch_id}'
+    link = f"{memory.history_url()}#batch-{proposal.apply_batch_id}"
     assert f'href="{link}"' in client.get(reverse("compaction-detail", args=[proposal.pk])).content.decode()
     history = client.get(memory.history_url()).content.decode()
     assert f'id="batch-{proposal.apply_batch_id}"' in history

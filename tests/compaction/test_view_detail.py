@@ -22,9 +22,14 @@ def proposal(memory, lessons, good_output, actor):
 def big_memory(lines, **kwargs):
     memory = MemoryFactory(**kwargs)
     for i in range(lines):
-        make_lesson(memory, f"Observation {i % (lines * 2 // 3)} about src/area_{i % 7}/mod_{i % (lines * 2 // 3)}.py",
-                    refs=f"src/area_{i % 7}/mod_{i}.py#L{i + 1}-L{i + 9}", relevance=["low", "medium", "high"][i % 3],
-                    category=["OBSERVATION", "HYPOTHESIS", "TODO"][i % 3], day=date(2026, 1, 1) + timedelta(days=i % 50))
+        make_lesson(
+            memory,
+            f"Observation {i % (lines * 2 // 3)} about src/area_{i % 7}/mod_{i % (lines * 2 // 3)}.py",
+            refs=f"src/area_{i % 7}/mod_{i}.py#L{i + 1}-L{i + 9}",
+            relevance=["low", "medium", "high"][i % 3],
+            category=["OBSERVATION", "HYPOTHESIS", "TODO"][i % 3],
+            day=date(2026, 1, 1) + timedelta(days=i % 50),
+        )
     return memory
 
 
@@ -98,10 +103,17 @@ def test_review_page_query_count_does_not_grow_with_memory(client_for, approver,
 
 def test_appended_lessons_are_listed_and_do_not_make_the_proposal_stale(client_for, approver, proposal, memory):
     client = client_for(approver)
-    late = [make_lesson(memory, f"Written after the proposal about src/late_{i}.py", refs=f"src/late_{i}.py#L{i + 1}")
-            for i in range(2)]
-    services.lesson_create(memory=memory, tier="core", category="PATTERN", text="A new core rule about src/core.py",
-                           actor=services.Actor.system())
+    late = [
+        make_lesson(memory, f"Written after the proposal about src/late_{i}.py", refs=f"src/late_{i}.py#L{i + 1}")
+        for i in range(2)
+    ]
+    services.lesson_create(
+        memory=memory,
+        tier="core",
+        category="PATTERN",
+        text="A new core rule about src/core.py",
+        actor=services.Actor.system(),
+    )
     html = client.get(reverse("compaction-detail", args=[proposal.pk])).content.decode()
     assert "2 lessons appended since this proposal; they are kept as they are" in html
     for lesson in late:
@@ -109,15 +121,19 @@ def test_appended_lessons_are_listed_and_do_not_make_the_proposal_stale(client_f
     assert "stale-warning" not in html and "recompute-button" not in html
 
 
-def test_an_edited_covered_lesson_is_shown_with_how_and_by_whom(client_for, approver, curator, proposal, memory,
-                                                                lessons, actor):
+def test_an_edited_covered_lesson_is_shown_with_how_and_by_whom(
+    client_for, approver, curator, proposal, memory, lessons, actor
+):
     client = client_for(approver)
-    services.lesson_update(lesson=lessons["f"], text="Reports endpoint runs two queries per row",
-                           actor=services.Actor.for_user(curator))
+    services.lesson_update(
+        lesson=lessons["f"], text="Reports endpoint runs two queries per row", actor=services.Actor.for_user(curator)
+    )
     html = client.get(reverse("compaction-detail", args=[proposal.pk])).content.decode()
     assert "Stale: a lesson this proposal covers changed since it was computed" in html
-    assert (f"Lesson #{lessons['f'].pk} was edited: “Reports endpoint runs one query per row” → "
-            "“Reports endpoint runs two queries per row” by curator") in html
+    assert (
+        f"Lesson #{lessons['f'].pk} was edited: “Reports endpoint runs one query per row” → "
+        "“Reports endpoint runs two queries per row” by curator"
+    ) in html
     assert 'id="recompute-button"' in html and 'id="apply-button"' not in html
     with pytest.raises(StaleProposal):
         compaction_apply(proposal=proposal, actor=actor)

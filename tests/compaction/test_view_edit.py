@@ -22,8 +22,9 @@ def test_edit_line_without_javascript(client_for, approver, proposal, lessons):
     assert 'name="text"' in page and "Dropped lessons" in page  # full page, this line in edit mode
     bad = client.post(url, {"category": "OBSERVATION", "text": line.text, "refs": ""}).content.decode()
     assert "is in no proposed line" in bad
-    response = client.post(url, {"category": "TODO", "text": "Batch the report queries",
-                                 "refs": "src/reports/views.py#L12-L30"})
+    response = client.post(
+        url, {"category": "TODO", "text": "Batch the report queries", "refs": "src/reports/views.py#L12-L30"}
+    )
     assert response.status_code == 302
     line.refresh_from_db()
     assert line.text == "Batch the report queries" and line.edited
@@ -35,7 +36,11 @@ def test_edit_line_with_htmx_gets_the_row_partial(client_for, approver, proposal
     url = reverse("compaction-line-edit", args=[proposal.pk, line.pk])
     partial = client.get(url, headers={"HX-Request": "true"}).content.decode()
     assert partial.lstrip().startswith("<tr") and "Dropped lessons" not in partial
-    response = client.post(url, {"category": "TODO", "text": "Batch the report queries",
-                                 "refs": "src/reports/views.py#L12-L30"}, headers={"HX-Request": "true"})
+    response = client.post(
+        url,
+        {"category": "TODO", "text": "Batch the report queries", "refs": "src/reports/views.py#L12-L30"},
+        headers={"HX-Request": "true"},
+    )
     assert response.status_code == 200 and response["HX-Redirect"].startswith(
-        reverse("compaction-detail", args=[proposal.pk]))
+        reverse("compaction-detail", args=[proposal.pk])
+    )

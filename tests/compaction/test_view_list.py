@@ -22,9 +22,14 @@ def proposal(memory, lessons, good_output, actor):
 def big_memory(lines, **kwargs):
     memory = MemoryFactory(**kwargs)
     for i in range(lines):
-        make_lesson(memory, f"Observation {i % (lines * 2 // 3)} about src/area_{i % 7}/mod_{i % (lines * 2 // 3)}.py",
-                    refs=f"src/area_{i % 7}/mod_{i}.py#L{i + 1}-L{i + 9}", relevance=["low", "medium", "high"][i % 3],
-                    category=["OBSERVATION", "HYPOTHESIS", "TODO"][i % 3], day=date(2026, 1, 1) + timedelta(days=i % 50))
+        make_lesson(
+            memory,
+            f"Observation {i % (lines * 2 // 3)} about src/area_{i % 7}/mod_{i % (lines * 2 // 3)}.py",
+            refs=f"src/area_{i % 7}/mod_{i}.py#L{i + 1}-L{i + 9}",
+            relevance=["low", "medium", "high"][i % 3],
+            category=["OBSERVATION", "HYPOTHESIS", "TODO"][i % 3],
+            day=date(2026, 1, 1) + timedelta(days=i % 50),
+        )
     return memory
 
 
@@ -60,7 +65,8 @@ def test_propose_button(client_for, approver, memory, django_capture_on_commit_c
 
 
 def test_proposing_on_a_memory_within_its_limits_says_there_is_nothing_to_compact(
-        client_for, approver, memory, django_capture_on_commit_callbacks):
+    client_for, approver, memory, django_capture_on_commit_callbacks
+):
     from django.contrib.messages import get_messages
 
     for i in range(16):
@@ -69,9 +75,10 @@ def test_proposing_on_a_memory_within_its_limits_says_there_is_nothing_to_compac
         response = client_for(approver).post(reverse("compaction-propose", args=[memory.pk]))
     assert response.status_code == 302 and not callbacks
     (message,) = [str(m) for m in get_messages(response.wsgi_request)]
-    assert message.startswith(f"Nothing to compact: {memory}'s working memory is within its limits (16 of 150 lessons, ")
+    assert message.startswith(
+        f"Nothing to compact: {memory}'s working memory is within its limits (16 of 150 lessons, "
+    )
     assert not CompactionProposal.objects.exists()
-
 
 
 def test_page_size_bounds_the_rows_read_and_shown(client_for, approver, actor, monkeypatch, django_assert_num_queries):
@@ -88,9 +95,9 @@ def test_page_size_bounds_the_rows_read_and_shown(client_for, approver, actor, m
     assert body.count("proposal pending") + body.count("Propose compaction</button>") == 3  # three memory rows of five
     assert "Page 1 of 2 · 4 items" in body and "Page 1 of 2 · 5 items" in body
     # The oldest waiting proposal comes first; the second page of memories keeps the proposals' page.
-    assert body.index(f'/compactions/{proposals[0].pk}/') < body.index(f'/compactions/{proposals[1].pk}/')
+    assert body.index(f"/compactions/{proposals[0].pk}/") < body.index(f"/compactions/{proposals[1].pk}/")
     second = client.get(reverse("compaction-list"), {"page": 2, "mpage": 2}).content.decode()
-    assert f'/compactions/{proposals[3].pk}/' in second and f'/compactions/{proposals[0].pk}/' not in second
+    assert f"/compactions/{proposals[3].pk}/" in second and f"/compactions/{proposals[0].pk}/" not in second
     assert second.count("proposal pending") + second.count("Propose compaction</button>") == 2
 
 
@@ -104,7 +111,7 @@ def test_filters_narrow_both_lists(client_for, approver, actor):
     assert f"{first.persona.name} × {first.project.name}" in body
     assert f"{second.persona.name} × {second.project.name}" not in body
     pending = client.get(reverse("compaction-list"), {"status": "pending"}).content.decode()
-    assert f'/compactions/{done.pk}/' not in pending
+    assert f"/compactions/{done.pk}/" not in pending
     old = client.get(reverse("compaction-list"), {"age": "older"}).content.decode()
     assert "No proposals match these filters" in old
     assert client.get(reverse("compaction-list"), {"persona": "x", "status": "bogus", "age": "?"}).status_code == 200

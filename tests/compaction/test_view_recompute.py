@@ -16,10 +16,14 @@ def proposal(memory, lessons, good_output, actor):
     return compaction_propose(memory=memory, actor=actor, engine=ScriptedEngine(good_output))
 
 
-def test_recompute_replaces_a_stale_proposal_and_links_the_two(client_for, approver, curator, proposal, memory,
-                                                               lessons, django_capture_on_commit_callbacks):
-    edited = services.lesson_update(lesson=lessons["b"], text="Queue worker retry has no backoff and no jitter",
-                                    actor=services.Actor.for_user(curator))
+def test_recompute_replaces_a_stale_proposal_and_links_the_two(
+    client_for, approver, curator, proposal, memory, lessons, django_capture_on_commit_callbacks
+):
+    edited = services.lesson_update(
+        lesson=lessons["b"],
+        text="Queue worker retry has no backoff and no jitter",
+        actor=services.Actor.for_user(curator),
+    )
     client = client_for(approver)
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(reverse("compaction-recompute", args=[proposal.pk]))

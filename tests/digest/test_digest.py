@@ -22,8 +22,13 @@ class Inbox:
         self.received = []
 
     async def handle_DATA(self, server, session, envelope):
-        self.received.append((envelope.mail_from, list(envelope.rcpt_tos),
-                              email.message_from_bytes(envelope.content, policy=policy.default)))
+        self.received.append(
+            (
+                envelope.mail_from,
+                list(envelope.rcpt_tos),
+                email.message_from_bytes(envelope.content, policy=policy.default),
+            )
+        )
         return "250 Message accepted for delivery"
 
 
@@ -67,16 +72,21 @@ def test_digest_goes_through_a_real_smtp_server_oldest_first_with_links(smtp_ser
     viewer.save()
     candidate, proposal, run = waiting_work(memory, compaction_days_ago=10, run_days_ago=2)
     assert digest_send_all() == 2
-    assert sorted(rcpt for _, rcpts, _ in smtp_server.received for rcpt in rcpts) == ["ada@example.com", "grace@example.com"]
+    assert sorted(rcpt for _, rcpts, _ in smtp_server.received for rcpt in rcpts) == [
+        "ada@example.com",
+        "grace@example.com",
+    ]
     sender, _, message = next(r for r in smtp_server.received if r[1] == ["ada@example.com"])
     assert sender == "nightwatch@localhost"
     assert message["Subject"] == "Night Watch Memory: 3 items wait for your review (oldest: 1 week)"
     text = _body(message, "plain")
     links = [line.strip() for line in text.splitlines() if line.strip().startswith("https://")]
-    assert links == [f"https://memory.example.com/compactions/{proposal.pk}/",
-                     f"https://memory.example.com/pipeline/runs/{run.pk}/",
-                     f"https://memory.example.com/promotions/{candidate.pk}/",
-                     "https://memory.example.com/account/"]
+    assert links == [
+        f"https://memory.example.com/compactions/{proposal.pk}/",
+        f"https://memory.example.com/pipeline/runs/{run.pk}/",
+        f"https://memory.example.com/promotions/{candidate.pk}/",
+        "https://memory.example.com/account/",
+    ]
     assert "(1 for more than 7 days)" in text and "waiting 1 week (too long)" in text
     assert f'href="https://memory.example.com/promotions/{candidate.pk}/"' in _body(message, "html")
 

@@ -22,15 +22,20 @@ def test_items_older_than_the_setting_are_counted_as_overdue(memory, settings):
 def test_waiting_items_come_oldest_first_with_their_links(memory):
     candidate, proposal, run = waiting_work(memory)
     items = waiting_items()
-    assert [item.url for item in items] == [f"/compactions/{proposal.pk}/", f"/pipeline/runs/{run.pk}/",
-                                            f"/promotions/{candidate.pk}/"]
+    assert [item.url for item in items] == [
+        f"/compactions/{proposal.pk}/",
+        f"/pipeline/runs/{run.pk}/",
+        f"/promotions/{candidate.pk}/",
+    ]
     assert items[0].memory == f"{memory.persona.name} × {memory.project.name}"
 
 
 def test_home_marks_what_waited_too_long(client_for, viewer, memory):
     waiting_work(memory, compaction_days_ago=10)
     html = client_for(viewer).get("/").content.decode()
-    assert re.search(r'class="review-overdue" data-overdue="1"><strong>1 waiting more than 7 days</strong>: 1 compaction', html)
+    assert re.search(
+        r'class="review-overdue" data-overdue="1"><strong>1 waiting more than 7 days</strong>: 1 compaction', html
+    )
 
 
 def test_home_has_no_mark_when_nothing_is_old(client_for, viewer, memory):
@@ -51,4 +56,6 @@ def test_runs_to_look_at_say_how_long_they_waited(client_for, approver, memory):
     _, _, run = waiting_work(memory, run_days_ago=2)
     client = client_for(approver)
     assert re.search(r'class="waited">waiting for a look 2\xa0days', client.get("/pipeline/").content.decode())
-    assert re.search(r'class="waited">waiting for a look 2\xa0days', client.get(f"/pipeline/runs/{run.pk}/").content.decode())
+    assert re.search(
+        r'class="waited">waiting for a look 2\xa0days', client.get(f"/pipeline/runs/{run.pk}/").content.decode()
+    )

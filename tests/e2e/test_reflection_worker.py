@@ -64,10 +64,27 @@ def celery_worker_process(transactional_db, e2e_broker_url, worker_queue, tmp_pa
     }
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "nightwatch", "worker", "--pool=solo", "--loglevel=info",
-             "-Q", worker_queue, "-n", f"{worker_queue}@%h", "--without-heartbeat", "--without-gossip",
-             "--without-mingle"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "nightwatch",
+                "worker",
+                "--pool=solo",
+                "--loglevel=info",
+                "-Q",
+                worker_queue,
+                "-n",
+                f"{worker_queue}@%h",
+                "--without-heartbeat",
+                "--without-gossip",
+                "--without-mingle",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
     proc.log_path = log_path
     try:
@@ -83,9 +100,15 @@ def celery_worker_process(transactional_db, e2e_broker_url, worker_queue, tmp_pa
 
 def _http(method, url, token, body=None):
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method, headers={
-        "Authorization": f"Bearer {token}", "Content-Type": "application/json",
-    })
+    request = urllib.request.Request(
+        url,
+        data=data,
+        method=method,
+        headers={
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "application/json",
+        },
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         return response.status, response.read().decode()
 
@@ -97,12 +120,17 @@ def test_posted_interaction_is_reflected_by_the_worker(live_server, celery_worke
     _, raw = agent_token_create(persona=persona, name="e2e")
     base = f"{live_server.url}/api/v1/memory/Priya/night-watch"
 
-    status, body = _http("POST", base + "/interactions", raw, {
-        "trigger_type": "qa_run",
-        "outcome": "two flaky tests",
-        "summary": "test_sync.py fails one run in ten because the fixture reuses a port",
-        "files_changed": ["tests/test_sync.py#L12-L30"],
-    })
+    status, body = _http(
+        "POST",
+        base + "/interactions",
+        raw,
+        {
+            "trigger_type": "qa_run",
+            "outcome": "two flaky tests",
+            "summary": "test_sync.py fails one run in ten because the fixture reuses a port",
+            "files_changed": ["tests/test_sync.py#L12-L30"],
+        },
+    )
     assert status == 202
     interaction_id = json.loads(body)["id"]
     assert json.loads(body)["status"] == "pending"  # queued for the worker, not run in this process
@@ -116,13 +144,16 @@ def test_posted_interaction_is_reflected_by_the_worker(live_server, celery_worke
         data = json.loads(text)
         return data if data["status"] != "pending" else None
 
-    result = wait_for(reflected, timeout=WORKER_TIMEOUT, interval=0.2, message="the worker's reflection",
-                      on_tick=worker_alive)
+    result = wait_for(
+        reflected, timeout=WORKER_TIMEOUT, interval=0.2, message="the worker's reflection", on_tick=worker_alive
+    )
     assert result["status"] == "reflected", result
     assert len(result["lesson_ids"]) == 1
 
     status, context = _http("GET", base + "/context", raw)
     assert status == 200
-    assert ("- [OBSERVATION] test_sync.py fails one run in ten because the fixture reuses a port "
-            "(ref: tests/test_sync.py#L12-L30)") in context
+    assert (
+        "- [OBSERVATION] test_sync.py fails one run in ten because the fixture reuses a port "
+        "(ref: tests/test_sync.py#L12-L30)"
+    ) in context
     assert "reflect_interaction" in celery_worker_process.log_path.read_text()

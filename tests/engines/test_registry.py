@@ -19,8 +19,12 @@ def echo(call):
 
 @pytest.mark.parametrize(
     ("persona_provider", "default", "expected"),
-    [("", "offline", OfflineEngine), ("anthropic", "offline", AnthropicEngine), ("", "openai", OpenAIEngine),
-     ("offline", "anthropic", OfflineEngine)],
+    [
+        ("", "offline", OfflineEngine),
+        ("anthropic", "offline", AnthropicEngine),
+        ("", "openai", OpenAIEngine),
+        ("offline", "anthropic", OfflineEngine),
+    ],
 )
 def test_persona_provider_else_global_default(memory, settings, persona_provider, default, expected):
     settings.LLM_DEFAULT_PROVIDER = default
@@ -35,7 +39,11 @@ def test_provider_defaults_come_from_settings(persona, settings):
     settings.ANTHROPIC_BASE_URL = "http://gateway.invalid"
     persona.provider = "anthropic"
     engine = get_engine(persona)
-    assert (engine.model, engine.base_url, engine.config.max_tokens) == ("claude-default", "http://gateway.invalid", 1024)
+    assert (engine.model, engine.base_url, engine.config.max_tokens) == (
+        "claude-default",
+        "http://gateway.invalid",
+        1024,
+    )
 
 
 def test_missing_key_is_an_error_never_a_downgrade(persona, settings):
@@ -51,13 +59,24 @@ def test_offline_run_is_logged(memory):
     engine = get_engine(memory.persona, memory=memory)
     calls = iter([[ToolCall("1", "note", {"text": "a"})], []])
 
-    session = engine.run_tools(system="", prompt="", tools=[NOTE], handler=echo, purpose="compaction",
-                               offline_policy=lambda history: next(calls))
+    session = engine.run_tools(
+        system="",
+        prompt="",
+        tools=[NOTE],
+        handler=echo,
+        purpose="compaction",
+        offline_policy=lambda history: next(calls),
+    )
 
     assert session.stopped_by == "model" and session.tool_calls == 1
     (row,) = LLMCall.objects.all()
     assert (row.provider, row.purpose, row.outcome, row.tokens_in, row.tokens_out) == (
-        "offline", "compaction", "ok", 0, 0)
+        "offline",
+        "compaction",
+        "ok",
+        0,
+        0,
+    )
     assert row.memory == memory and row.persona == memory.persona
 
 
@@ -72,7 +91,9 @@ def test_offline_failures_are_logged(memory):
     with pytest.raises(RuntimeError):
         engine.run_tools(system="", prompt="", tools=[], handler=echo, purpose="pruning", offline_policy=broken)
     assert list(LLMCall.objects.order_by("id").values_list("purpose", "outcome")) == [
-        ("reflection", "error"), ("pruning", "error")]
+        ("reflection", "error"),
+        ("pruning", "error"),
+    ]
     assert "policy bug" in LLMCall.objects.get(purpose="pruning").error
 
 
@@ -93,8 +114,11 @@ def test_scripted_engine_plays_turns_through_the_handler(memory):
         session = engine.run_tools(system="sys", prompt="go", tools=[NOTE], handler=echo, purpose="refinement")
 
     assert [r.content for _, r in session.calls] == [
-        "noted one", "noted two", "noted after 2",
-        "Tool 'note' was not run: the arguments are not valid JSON (Expecting value at position 9); send a JSON object."]
+        "noted one",
+        "noted two",
+        "noted after 2",
+        "Tool 'note' was not run: the arguments are not valid JSON (Expecting value at position 9); send a JSON object.",
+    ]
     assert session.calls[-1][1].is_error
     assert (session.turns, session.stopped_by, session.final_text) == (4, "model", "Finished.")
     assert (session.tokens_in, session.tokens_out) == (12, 4)

@@ -126,16 +126,25 @@ def test_tool_call_round_trip(engine_for, fake, provider):
     assert (session.tokens_in, session.tokens_out) == (250, 24)
     first, second = (r.json for r in fake.requests)
     if provider == "anthropic":
-        assert first["tools"] == [{"name": "search", "description": "Find lessons by words.",
-                                   "input_schema": SEARCH.input_schema}]
+        assert first["tools"] == [
+            {"name": "search", "description": "Find lessons by words.", "input_schema": SEARCH.input_schema}
+        ]
         assert first["system"] == "Tidy the memory."
         assistant = second["messages"][1]
         assert assistant["role"] == "assistant"
         assert assistant["content"][0]["type"] == "tool_use"
         assert assistant["content"][0]["id"] == seen[0].id
     else:
-        assert first["tools"] == [{"type": "function", "function": {
-            "name": "search", "description": "Find lessons by words.", "parameters": SEARCH.input_schema}}]
+        assert first["tools"] == [
+            {
+                "type": "function",
+                "function": {
+                    "name": "search",
+                    "description": "Find lessons by words.",
+                    "parameters": SEARCH.input_schema,
+                },
+            }
+        ]
         assistant = second["messages"][2]
         assert assistant["role"] == "assistant"
         assert assistant["tool_calls"][0]["id"] == seen[0].id
@@ -145,8 +154,9 @@ def test_tool_call_round_trip(engine_for, fake, provider):
 
 
 def get_engine_and_run(engine, handler, **kwargs):
-    return engine.run_tools(system="Tidy the memory.", prompt="Start.", tools=[SEARCH], handler=handler,
-                            purpose="refinement", **kwargs)
+    return engine.run_tools(
+        system="Tidy the memory.", prompt="Start.", tools=[SEARCH], handler=handler, purpose="refinement", **kwargs
+    )
 
 
 def test_rate_limit_then_success(engine_for, fake):
@@ -274,8 +284,11 @@ def test_should_stop_ends_the_loop_after_the_current_call(engine_for, fake):
     fake.tool_calls([("search", {"query": "a"}), ("search", {"query": "b"})])
     handled = []
 
-    session = get_engine_and_run(engine_for(), lambda call: handled.append(call) or ToolResult(call.id, "ok"),
-                                 should_stop=lambda: len(handled) >= 1)
+    session = get_engine_and_run(
+        engine_for(),
+        lambda call: handled.append(call) or ToolResult(call.id, "ok"),
+        should_stop=lambda: len(handled) >= 1,
+    )
 
     assert len(handled) == 1 and session.stopped_by == "should_stop"
     assert len(fake.requests) == 1

@@ -9,12 +9,21 @@ from tests.factories import MemoryFactory
 URL = reverse("llm:calls")
 
 
-def log_calls(memory, n, *, purpose="reflection", provider="anthropic", outcome="ok", tokens=(10, 2), latency=100,
-              error=""):
+def log_calls(
+    memory, n, *, purpose="reflection", provider="anthropic", outcome="ok", tokens=(10, 2), latency=100, error=""
+):
     recorder = CallRecorder(memory=memory)
     for _ in range(n):
-        recorder.record(purpose=purpose, provider=provider, model="claude-test", tokens_in=tokens[0],
-                        tokens_out=tokens[1], latency_ms=latency, outcome=outcome, error=error)
+        recorder.record(
+            purpose=purpose,
+            provider=provider,
+            model="claude-test",
+            tokens_in=tokens[0],
+            tokens_out=tokens[1],
+            latency_ms=latency,
+            outcome=outcome,
+            error=error,
+        )
     return recorder.calls
 
 
@@ -50,8 +59,12 @@ def test_totals_per_persona(client_for, viewer, memory):
 
 @pytest.mark.parametrize(
     ("query", "expected_calls"),
-    [({"purpose": "refinement"}, 2), ({"outcome": "error"}, 1), ({"persona": "mine"}, 4),
-     ({"persona": "mine", "outcome": "ok"}, 3)],
+    [
+        ({"purpose": "refinement"}, 2),
+        ({"outcome": "error"}, 1),
+        ({"persona": "mine"}, 4),
+        ({"persona": "mine", "outcome": "ok"}, 3),
+    ],
 )
 def test_filters(client_for, viewer, memory, query, expected_calls):
     log_calls(memory, 3)

@@ -104,8 +104,11 @@ class FakeAPI:
                 self.tool_calls(answer, **usage)
             with self._lock:
                 return self.replies.popleft()
-        return Reply(status=400, body=self.error_body(400, "the fake server has no scripted reply left"),
-                     headers={"x-should-retry": "false"})
+        return Reply(
+            status=400,
+            body=self.error_body(400, "the fake server has no scripted reply left"),
+            headers={"x-should-retry": "false"},
+        )
 
     @property
     def last_json(self):
@@ -122,21 +125,30 @@ class FakeAnthropic(FakeAPI):
 
     @staticmethod
     def error_body(status, message):
-        kind = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
-                500: "api_error", 529: "overloaded_error"}.get(status, "api_error")
+        kind = {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            429: "rate_limit_error",
+            500: "api_error",
+            529: "overloaded_error",
+        }.get(status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": message}}
 
     def message(self, content, *, stop_reason="end_turn", tokens_in=10, tokens_out=5, model="claude-test"):
-        return self.reply(Reply(body={
-            "id": f"msg_{next(_ids)}",
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": content,
-            "stop_reason": stop_reason,
-            "stop_sequence": None,
-            "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
-        }))
+        return self.reply(
+            Reply(
+                body={
+                    "id": f"msg_{next(_ids)}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": content,
+                    "stop_reason": stop_reason,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
+                }
+            )
+        )
 
     def text(self, text, **kwargs):
         return self.message([{"type": "text", "text": text}], **kwargs)
@@ -156,20 +168,34 @@ class FakeOpenAI(FakeAPI):
     @staticmethod
     def error_body(status, message):
         kind = {400: "invalid_request_error", 401: "invalid_api_key", 429: "rate_limit_exceeded"}.get(
-            status, "server_error")
+            status, "server_error"
+        )
         return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
 
     def completion(self, message, *, finish_reason="stop", tokens_in=10, tokens_out=5, model="gpt-test"):
-        return self.reply(Reply(body={
-            "id": f"chatcmpl-{next(_ids)}",
-            "object": "chat.completion",
-            "created": 1_700_000_000,
-            "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "refusal": None, **message},
-                         "finish_reason": finish_reason, "logprobs": None}],
-            "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out,
-                      "total_tokens": tokens_in + tokens_out},
-        }))
+        return self.reply(
+            Reply(
+                body={
+                    "id": f"chatcmpl-{next(_ids)}",
+                    "object": "chat.completion",
+                    "created": 1_700_000_000,
+                    "model": model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "refusal": None, **message},
+                            "finish_reason": finish_reason,
+                            "logprobs": None,
+                        }
+                    ],
+                    "usage": {
+                        "prompt_tokens": tokens_in,
+                        "completion_tokens": tokens_out,
+                        "total_tokens": tokens_in + tokens_out,
+                    },
+                }
+            )
+        )
 
     def text(self, text, **kwargs):
         return self.completion({"content": text}, **kwargs)
@@ -177,8 +203,11 @@ class FakeOpenAI(FakeAPI):
     def tool_calls(self, calls, *, text=None, **kwargs):
         """calls: (name, arguments) pairs; a dict is sent as JSON, a string as it is (so it can be broken)."""
         tool_calls = [
-            {"id": f"call_{next(_ids)}", "type": "function",
-             "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
+            {
+                "id": f"call_{next(_ids)}",
+                "type": "function",
+                "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)},
+            }
             for name, args in calls
         ]
         return self.completion({"content": text, "tool_calls": tool_calls}, finish_reason="tool_calls", **kwargs)
@@ -192,7 +221,9 @@ class FakeLLMServer:
         self._apis = {api.path: api for api in (self.anthropic, self.openai)}
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-llm-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-llm-server", daemon=True
+        )
         self.unknown_requests: list[RecordedRequest] = []
 
     @property
@@ -244,8 +275,13 @@ class FakeLLMServer:
                 api = server._apis.get(self.path.split("?", 1)[0])
                 if api is None:
                     server.unknown_requests.append(request)
-                    self._send(Reply(status=404, body={"error": {"message": f"no route {self.path}"}},
-                                     headers={"x-should-retry": "false"}))
+                    self._send(
+                        Reply(
+                            status=404,
+                            body={"error": {"message": f"no route {self.path}"}},
+                            headers={"x-should-retry": "false"},
+                        )
+                    )
                     return
                 reply = api.next_reply(request)
                 if reply.hang:

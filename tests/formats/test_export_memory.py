@@ -1,7 +1,8 @@
 """python manage.py export_memory ROOT: the exact format, atomic writes, backups."""
 
 import os
-from datetime import date, datetime, timezone as dt_timezone
+from datetime import UTC, date, datetime
+from datetime import timezone as dt_timezone
 from pathlib import Path
 
 import pytest
@@ -18,10 +19,21 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def maya_memory():
     memory = MemoryFactory(persona=PersonaFactory(name="Maya Lopez"), project=ProjectFactory(slug="night-watch-cli"))
-    make_lesson(memory, "Refresh tokens skip expiry", category="PATTERN", tier="core",
-                refs="src/auth.ts#L23-L30", day=date(2025, 2, 10))
-    make_lesson(memory, "Retry uses a fixed delay", refs="src/queue/worker.ts#L88-L95, src/queue/retry.ts#L4",
-                day=date(2025, 1, 31), section=1)
+    make_lesson(
+        memory,
+        "Refresh tokens skip expiry",
+        category="PATTERN",
+        tier="core",
+        refs="src/auth.ts#L23-L30",
+        day=date(2025, 2, 10),
+    )
+    make_lesson(
+        memory,
+        "Retry uses a fixed delay",
+        refs="src/queue/worker.ts#L88-L95, src/queue/retry.ts#L4",
+        day=date(2025, 1, 31),
+        section=1,
+    )
     make_lesson(memory, "Add backoff", category="TODO", day=date(2025, 1, 31), section=1)
     make_lesson(memory, "Duplicate jobs", category="HYPOTHESIS", day=date(2025, 2, 3), section=2)
     return memory
@@ -52,7 +64,7 @@ def test_only_active_lessons(maya_memory, tmp_path, run_command):
 
 
 def test_archived_personas_go_under_dot_archived(tmp_path, run_command):
-    persona = PersonaFactory(name="Old Carlos", archived_at=datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt_timezone.utc))
+    persona = PersonaFactory(name="Old Carlos", archived_at=datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC))
     make_lesson(MemoryFactory(persona=persona, project=ProjectFactory(slug="app")), "kept", day=date(2024, 1, 1))
     run_command("export_memory", str(tmp_path))
     path = tmp_path / ".archived/Old Carlos-1700000000000/memories/app/working.md"
@@ -66,7 +78,8 @@ def test_persona_and_project_filters(maya_memory, tmp_path, run_command):
     make_lesson(MemoryFactory(persona=maya_memory.persona, project=ProjectFactory(slug="other")), "elsewhere")
     run_command("export_memory", str(tmp_path), "--persona", "maya lopez", "--project", "night-watch-cli")
     assert sorted(tree_bytes(tmp_path)) == [
-        "Maya Lopez/memories/night-watch-cli/core.md", "Maya Lopez/memories/night-watch-cli/working.md"
+        "Maya Lopez/memories/night-watch-cli/core.md",
+        "Maya Lopez/memories/night-watch-cli/working.md",
     ]
 
 
@@ -117,8 +130,9 @@ def test_interrupted_write_leaves_the_old_file_whole(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("bad_name", ["a/b", "../../../x", "/abs", ".", "..", ".hidden", "back\\slash", "tab\there"])
-def test_a_name_that_cannot_be_a_folder_is_reported_and_the_rest_is_exported(maya_memory, tmp_path, run_command,
-                                                                                bad_name):
+def test_a_name_that_cannot_be_a_folder_is_reported_and_the_rest_is_exported(
+    maya_memory, tmp_path, run_command, bad_name
+):
     # Names are validated where personas are made; this is data from before that rule.
     make_lesson(MemoryFactory(persona=PersonaFactory(name=bad_name), project=maya_memory.project), "x")
     with pytest.raises(CommandError, match=r"1 memory\(ies\) could not be exported"):
@@ -147,8 +161,12 @@ def test_root_that_is_a_file_is_refused(maya_memory, tmp_path, run_command):
 def test_unparsed_lines_are_written_back_verbatim(tmp_path, run_command):
     from tests.formats.conftest import write_tree
 
-    src = write_tree(tmp_path / "src", {"A/memories/app/working.md": "## 2025-01-01 [TODO]\n- [TODO] ok\n  odd line ✓\n"})
+    src = write_tree(
+        tmp_path / "src", {"A/memories/app/working.md": "## 2025-01-01 [TODO]\n- [TODO] ok\n  odd line ✓\n"}
+    )
     run_command("import_memory", str(src))
     run_command("export_memory", str(tmp_path / "out"))
-    assert (tmp_path / "out/A/memories/app/working.md").read_text() == "## 2025-01-01 [TODO]\n- [TODO] ok\n  odd line ✓\n\n"
+    assert (
+        tmp_path / "out/A/memories/app/working.md"
+    ).read_text() == "## 2025-01-01 [TODO]\n- [TODO] ok\n  odd line ✓\n\n"
     assert os.path.getsize(tmp_path / "out/A/memories/app/core.md") == 0

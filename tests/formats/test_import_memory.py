@@ -1,6 +1,7 @@
 """python manage.py import_memory ROOT, against real files and the real database."""
 
-from datetime import date, datetime, timezone as dt_timezone
+from datetime import UTC, date, datetime
+from datetime import timezone as dt_timezone
 
 import pytest
 from django.core.management.base import CommandError
@@ -34,10 +35,13 @@ CORE = (
 
 @pytest.fixture
 def tree(tmp_path):
-    return write_tree(tmp_path / "agents", {
-        "Maya/memories/night-watch-cli/working.md": WORKING,
-        "Maya/memories/night-watch-cli/core.md": CORE,
-    })
+    return write_tree(
+        tmp_path / "agents",
+        {
+            "Maya/memories/night-watch-cli/working.md": WORKING,
+            "Maya/memories/night-watch-cli/core.md": CORE,
+        },
+    )
 
 
 def test_imports_lessons_with_tiers_categories_dates_and_refs(tree, run_command):
@@ -52,7 +56,9 @@ def test_imports_lessons_with_tiers_categories_dates_and_refs(tree, run_command)
     assert [r.as_text() for r in core[0].refs.all()] == ["src/auth.ts#L23-L30"]
     working = list(memory.lessons.working().order_by("id"))
     assert [(l.category, l.lesson_date) for l in working] == [
-        ("OBSERVATION", date(2025, 1, 31)), ("TODO", date(2025, 1, 31)), ("HYPOTHESIS", date(2025, 2, 3)),
+        ("OBSERVATION", date(2025, 1, 31)),
+        ("TODO", date(2025, 1, 31)),
+        ("HYPOTHESIS", date(2025, 2, 3)),
     ]
     assert working[0].section == working[1].section != working[2].section
     assert [r.as_text() for r in working[1].refs.all()] == ["src/queue/worker.ts#L90"]
@@ -144,29 +150,39 @@ def test_new_lines_in_a_known_file_are_added_alone(tree, run_command):
 
 
 def test_same_text_on_another_date_is_a_new_lesson_and_duplicates_count(tmp_path, run_command):
-    root = write_tree(tmp_path, {"P/memories/x/working.md": (
-        "## 2025-01-01\n- [OBSERVATION] Same words\n- [OBSERVATION] Same words\n"
-        "## 2025-01-02\n- [OBSERVATION] Same words\n"
-    )})
+    root = write_tree(
+        tmp_path,
+        {
+            "P/memories/x/working.md": (
+                "## 2025-01-01\n- [OBSERVATION] Same words\n- [OBSERVATION] Same words\n"
+                "## 2025-01-02\n- [OBSERVATION] Same words\n"
+            )
+        },
+    )
     run_command("import_memory", str(root))
     run_command("import_memory", str(root))
     assert sorted(Lesson.objects.values_list("lesson_date", flat=True)) == [
-        date(2025, 1, 1), date(2025, 1, 1), date(2025, 1, 2)
+        date(2025, 1, 1),
+        date(2025, 1, 1),
+        date(2025, 1, 2),
     ]
 
 
 def test_malformed_lines_are_kept_verbatim_and_reported_with_file_and_line(tmp_path, run_command):
-    root = write_tree(tmp_path, {
-        "Priya/memories/app/working.md": (
-            "# My notes\n"
-            "## 2025-01-05 [TODO]\n"
-            "- [TODO] Real lesson\n"
-            "- [NOTE] Unknown tag\n"
-            "  continuation of something\n"
-            "- [TODO] Bad ref (ref: ../../etc/passwd)\n"
-        ),
-        "Priya/memories/app/core.md": "- [OBSERVATION] Wrong tier for core\n",
-    })
+    root = write_tree(
+        tmp_path,
+        {
+            "Priya/memories/app/working.md": (
+                "# My notes\n"
+                "## 2025-01-05 [TODO]\n"
+                "- [TODO] Real lesson\n"
+                "- [NOTE] Unknown tag\n"
+                "  continuation of something\n"
+                "- [TODO] Bad ref (ref: ../../etc/passwd)\n"
+            ),
+            "Priya/memories/app/core.md": "- [OBSERVATION] Wrong tier for core\n",
+        },
+    )
     out = run_command("import_memory", str(root))
     assert "5 line(s) could not be parsed" in out
     assert "Priya/memories/app/core.md:1: core lessons need one of" in out
@@ -176,8 +192,11 @@ def test_malformed_lines_are_kept_verbatim_and_reported_with_file_and_line(tmp_p
     assert "Priya/memories/app/working.md:6: bad reference" in out
     unparsed = Lesson.objects.filter(unparsed=True).order_by("id")
     assert [l.raw_line for l in unparsed] == [
-        "- [OBSERVATION] Wrong tier for core", "# My notes", "- [NOTE] Unknown tag",
-        "  continuation of something", "- [TODO] Bad ref (ref: ../../etc/passwd)",
+        "- [OBSERVATION] Wrong tier for core",
+        "# My notes",
+        "- [NOTE] Unknown tag",
+        "  continuation of something",
+        "- [TODO] Bad ref (ref: ../../etc/passwd)",
     ]
     assert all(l.category == "" for l in unparsed)
     assert not Lesson.objects.filter(refs__path__contains="passwd").exists()
@@ -192,12 +211,15 @@ def test_untagged_v1_bullets(tmp_path, run_command):
     root = write_tree(tmp_path, {"Dev/memories/app/working.md": "## 2024-12-01\n- Keep PRs small\n- Run the linter\n"})
     run_command("import_memory", str(root))
     assert list(Lesson.objects.values_list("tier", "category", "text", "unparsed")) == [
-        ("working", "", "Keep PRs small", False), ("working", "", "Run the linter", False)
+        ("working", "", "Keep PRs small", False),
+        ("working", "", "Run the linter", False),
     ]
 
 
 def test_legacy_main_md_is_read_as_working_and_never_touched(tmp_path, run_command):
-    root = write_tree(tmp_path, {"Carlos/memories/legacy-app/main.md": "## 2024-11-02\n- Old v1 lesson (ref: app.py#L3)\n"})
+    root = write_tree(
+        tmp_path, {"Carlos/memories/legacy-app/main.md": "## 2024-11-02\n- Old v1 lesson (ref: app.py#L3)\n"}
+    )
     before = tree_bytes(root)
     out = run_command("import_memory", str(root))
     assert "legacy main.md read as working.md" in out
@@ -207,24 +229,30 @@ def test_legacy_main_md_is_read_as_working_and_never_touched(tmp_path, run_comma
 
 
 def test_main_md_next_to_working_md_adds_only_what_working_lacks(tmp_path, run_command):
-    root = write_tree(tmp_path, {
-        "Carlos/memories/app/working.md": "## 2024-11-02\n- [OBSERVATION] Shared\n",
-        "Carlos/memories/app/main.md": "## 2024-11-02\n- [OBSERVATION] Shared\n- Only in main\n",
-    })
+    root = write_tree(
+        tmp_path,
+        {
+            "Carlos/memories/app/working.md": "## 2024-11-02\n- [OBSERVATION] Shared\n",
+            "Carlos/memories/app/main.md": "## 2024-11-02\n- [OBSERVATION] Shared\n- Only in main\n",
+        },
+    )
     out = run_command("import_memory", str(root))
     assert "1 line(s) only in main.md were imported" in out
     assert sorted(Lesson.objects.values_list("text", flat=True)) == ["Only in main", "Shared"]
 
 
 def test_archived_folders_become_archived_personas(tmp_path, run_command):
-    root = write_tree(tmp_path, {
-        ".archived/Old Reviewer-1700000000000/memories/app/core.md": "- [PATTERN] Archived wisdom (promoted 2023-01-01)\n",
-        ".archived/Maya-1700000000000/memories/app/working.md": "## 2023-01-01\n- [TODO] archived maya\n",
-        "Maya/memories/app/working.md": "## 2025-01-01\n- [TODO] current maya\n",
-    })
+    root = write_tree(
+        tmp_path,
+        {
+            ".archived/Old Reviewer-1700000000000/memories/app/core.md": "- [PATTERN] Archived wisdom (promoted 2023-01-01)\n",
+            ".archived/Maya-1700000000000/memories/app/working.md": "## 2023-01-01\n- [TODO] archived maya\n",
+            "Maya/memories/app/working.md": "## 2025-01-01\n- [TODO] current maya\n",
+        },
+    )
     out = run_command("import_memory", str(root))
     old = Persona.objects.get(name="Old Reviewer")
-    assert old.archived_at == datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt_timezone.utc)
+    assert old.archived_at == datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)
     assert "Old Reviewer (archived) / app: +1 core" in out
     # An archived folder whose name is now an active persona stays apart from it.
     assert Persona.objects.get(name="Maya").archived_at is None
@@ -236,10 +264,13 @@ def test_archived_folders_become_archived_personas(tmp_path, run_command):
 
 
 def test_unicode_and_spaced_names(tmp_path, run_command):
-    root = write_tree(tmp_path, {
-        "Zoë Ångström/memories/café-app/working.md": "## 2025-01-01\n- [TODO] ünïcödé lesson ✓ (ref: src/ñ.py#L1)\n",
-        "Дмитрий Иванов/memories/My Project/core.md": "- [DECISION] 日本語の決定 (promoted 2025-01-02)\n",
-    })
+    root = write_tree(
+        tmp_path,
+        {
+            "Zoë Ångström/memories/café-app/working.md": "## 2025-01-01\n- [TODO] ünïcödé lesson ✓ (ref: src/ñ.py#L1)\n",
+            "Дмитрий Иванов/memories/My Project/core.md": "- [DECISION] 日本語の決定 (promoted 2025-01-02)\n",
+        },
+    )
     out = run_command("import_memory", str(root))
     assert Persona.objects.filter(name="Zoë Ångström").exists()
     assert Project.objects.filter(slug="café-app").exists()
@@ -305,10 +336,13 @@ def test_one_bad_file_stops_the_whole_import(tmp_path, run_command):
 
 
 def test_a_persona_name_too_long_rolls_everything_back(tmp_path, run_command):
-    root = write_tree(tmp_path, {
-        "A/memories/app/working.md": "- [TODO] fine\n",
-        ("N" * 101) + "/memories/app/working.md": "- [TODO] x\n",
-    })
+    root = write_tree(
+        tmp_path,
+        {
+            "A/memories/app/working.md": "- [TODO] fine\n",
+            ("N" * 101) + "/memories/app/working.md": "- [TODO] x\n",
+        },
+    )
     with pytest.raises(CommandError, match="a persona name must be 1 to 100 characters"):
         run_command("import_memory", str(root))
     assert not Lesson.objects.exists() and not Persona.objects.exists()
@@ -321,10 +355,13 @@ def test_dry_run_reports_and_writes_nothing(tree, run_command):
 
 
 def test_undated_lines_take_the_import_day_and_stay_idempotent(tmp_path, run_command):
-    root = write_tree(tmp_path, {
-        "A/memories/app/working.md": "- [TODO] before any header\n",
-        "A/memories/app/core.md": "- [PATTERN] no promoted day\n",
-    })
+    root = write_tree(
+        tmp_path,
+        {
+            "A/memories/app/working.md": "- [TODO] before any header\n",
+            "A/memories/app/core.md": "- [PATTERN] no promoted day\n",
+        },
+    )
     run_command("import_memory", str(root))
     assert set(Lesson.objects.values_list("lesson_date", flat=True)) == {timezone.localdate()}
     Lesson.objects.update(lesson_date=date(2020, 1, 1))  # as if imported long ago
@@ -375,36 +412,50 @@ def test_lines_differing_only_in_spacing_are_the_same_lesson(tmp_path):
 
     # Runs of any whitespace (tabs, no-break and ideographic spaces, line separators) count as one space.
     assert content_hash("Retry\t uses\u00a0a  fixed\u3000delay\u2028 ") == content_hash("retry uses a fixed delay.")
-    root = write_tree(tmp_path / "agents", {
-        "Maya/memories/app/working.md": "## 2025-01-31 [OBSERVATION]\n- [OBSERVATION] Retry  uses a\u00a0fixed delay\n",
-    })
+    root = write_tree(
+        tmp_path / "agents",
+        {
+            "Maya/memories/app/working.md": "## 2025-01-31 [OBSERVATION]\n- [OBSERVATION] Retry  uses a\u00a0fixed delay\n",
+        },
+    )
     memory_import_tree(tree=read_tree(root), actor=Actor.system("tests"))
     (root / "Maya/memories/app/working.md").write_text(
-        "## 2025-01-31 [OBSERVATION]\n- [OBSERVATION] Retry uses a fixed delay.\n", encoding="utf-8")
+        "## 2025-01-31 [OBSERVATION]\n- [OBSERVATION] Retry uses a fixed delay.\n", encoding="utf-8"
+    )
     report = memory_import_tree(tree=read_tree(root), actor=Actor.system("tests"))
     assert report.added == 0 and report.already_present == 1
 
 
 TRICKY = [
-    'Quotes "double" and \'single\', a backslash \\ and C:\\temp\\new',
+    "Quotes \"double\" and 'single', a backslash \\ and C:\\temp\\new",
     "</script><b>markup</b> & entities &amp; stay text",
     "Emoji 🚀 outside the basic plane, combining e\u0301, Arabic مرحبا and 日本語",
-    "Braces {\"k\": [1, 2]} and a JSON-looking tail ]}",
+    'Braces {"k": [1, 2]} and a JSON-looking tail ]}',
 ]
 
 
 def test_history_of_an_import_is_the_snapshot_of_each_stored_lesson(tmp_path):
     from memory.services import lesson_snapshot
 
-    working = "## 2025-03-01 [OBSERVATION]\n" + "".join(
-        f"- [OBSERVATION] {text} (ref: src/a{i}.py#L{i + 1}-L{i + 9}, lib/b.ts)\n" for i, text in enumerate(TRICKY)
-    ) + "- not a bullet at all\n- [TODO] plain, no refs\n"
-    core = "".join(f"- [PATTERN] core {text} (promoted 2025-02-0{i + 1})\n" for i, text in enumerate(TRICKY)) + \
-        "- [DECISION] undated core line\n"
-    root = write_tree(tmp_path / "agents", {
-        "Maya/memories/app/working.md": working, "Maya/memories/app/core.md": core,
-        "Omar/memories/app/working.md": working,
-    })
+    working = (
+        "## 2025-03-01 [OBSERVATION]\n"
+        + "".join(
+            f"- [OBSERVATION] {text} (ref: src/a{i}.py#L{i + 1}-L{i + 9}, lib/b.ts)\n" for i, text in enumerate(TRICKY)
+        )
+        + "- not a bullet at all\n- [TODO] plain, no refs\n"
+    )
+    core = (
+        "".join(f"- [PATTERN] core {text} (promoted 2025-02-0{i + 1})\n" for i, text in enumerate(TRICKY))
+        + "- [DECISION] undated core line\n"
+    )
+    root = write_tree(
+        tmp_path / "agents",
+        {
+            "Maya/memories/app/working.md": working,
+            "Maya/memories/app/core.md": core,
+            "Omar/memories/app/working.md": working,
+        },
+    )
     report = memory_import_tree(tree=read_tree(root), actor=Actor.system("tests"))
     assert report.added == Lesson.objects.count() == 2 * (len(TRICKY) + 2) + len(TRICKY) + 1
     for lesson in Lesson.objects.prefetch_related("refs"):
@@ -439,13 +490,19 @@ def test_lessons_refs_and_history_line_up_across_write_chunks(tmp_path, monkeypa
 
 def test_two_folders_of_one_memory_add_their_shared_lines_once(tmp_path):
     shared = "- [TODO] Rotate the signing key\n"
-    root = write_tree(tmp_path / "agents", {
-        "Maya/memories/app/working.md": "## 2025-01-02 [TODO]\n" + shared,
-        "maya/memories/app/working.md": "## 2025-01-02 [TODO]\n" + shared + "- [TODO] Only in the second folder\n",
-    })
+    root = write_tree(
+        tmp_path / "agents",
+        {
+            "Maya/memories/app/working.md": "## 2025-01-02 [TODO]\n" + shared,
+            "maya/memories/app/working.md": "## 2025-01-02 [TODO]\n" + shared + "- [TODO] Only in the second folder\n",
+        },
+    )
     report = memory_import_tree(tree=read_tree(root), actor=Actor.system("tests"))
     assert Memory.objects.count() == 1 and Persona.objects.count() == 1
-    assert sorted(Lesson.objects.values_list("text", flat=True)) == ["Only in the second folder", "Rotate the signing key"]
+    assert sorted(Lesson.objects.values_list("text", flat=True)) == [
+        "Only in the second folder",
+        "Rotate the signing key",
+    ]
     assert [(m.added, m.already_present) for m in report.memories] == [(1, 0), (1, 1)]
     assert [m.created for m in report.memories] == [["persona", "project", "memory"], []]
     first, second = Lesson.objects.order_by("id")

@@ -23,17 +23,13 @@ ZOE_NFD = unicodedata.normalize("NFD", "Zoë")
 CAFE_NFD = unicodedata.normalize("NFD", "café app")
 
 HEADERLESS = (
-    "- [PATTERN] Build the docs with the pinned mkdocs (ref: mkdocs.yml)\n"
-    "- [DECISION] Versioned docs live under /v/\n"
+    "- [PATTERN] Build the docs with the pinned mkdocs (ref: mkdocs.yml)\n- [DECISION] Versioned docs live under /v/\n"
 )
 
 # Exactly as Night Watch leaves them; the files below are expected back unchanged.
 UNCHANGED = {
     "Dev/memories/docs.site/working.md": (
-        HEADERLESS + "\n"
-        "## 2026-01-05 [OBSERVATION]\n"
-        "- [OBSERVATION] The search index is rebuilt nightly\n"
-        "\n"
+        HEADERLESS + "\n## 2026-01-05 [OBSERVATION]\n- [OBSERVATION] The search index is rebuilt nightly\n\n"
     ),
     f"{ZOE_NFD}/memories/{CAFE_NFD}/working.md": HEADERLESS,
     f"{ZOE_NFD}/memories/{CAFE_NFD}/core.md": "- [ARCHITECTURE] Orders are event sourced (promoted 2026-01-02)\n",
@@ -103,7 +99,9 @@ def test_export_writes_every_folder_name_exactly_as_imported(imported, tmp_path,
 
 def test_url_slugs_are_derived_apart_from_folder_names(imported):
     assert {p.folder_name or p.slug: p.slug for p in Project.objects.all()} == {
-        "billing api": "billing-api", "docs.site": "docs-site", CAFE_NFD: "café-app",
+        "billing api": "billing-api",
+        "docs.site": "docs-site",
+        CAFE_NFD: "café-app",
     }
     zoe = Persona.objects.get(name="Zoë")  # looked up in the composed form
     assert zoe.memory_folder == ZOE_NFD
@@ -153,12 +151,18 @@ def test_names_new_to_the_product_get_the_folder_night_watch_would_use(tmp_path,
 
 
 def test_a_dotted_folder_and_its_slug_twin_stay_two_projects(tmp_path, run_command):
-    src = write_tree(tmp_path / "src", {
-        "Dev/memories/docs-site/working.md": "## 2026-01-01 [TODO]\n- [TODO] dashed\n\n",
-        "Dev/memories/docs.site/working.md": "## 2026-01-01 [TODO]\n- [TODO] dotted\n\n",
-    })
+    src = write_tree(
+        tmp_path / "src",
+        {
+            "Dev/memories/docs-site/working.md": "## 2026-01-01 [TODO]\n- [TODO] dashed\n\n",
+            "Dev/memories/docs.site/working.md": "## 2026-01-01 [TODO]\n- [TODO] dotted\n\n",
+        },
+    )
     run_command("import_memory", str(src))
-    assert sorted(Project.objects.values_list("slug", "folder_name")) == [("docs-site", ""), ("docs-site-2", "docs.site")]
+    assert sorted(Project.objects.values_list("slug", "folder_name")) == [
+        ("docs-site", ""),
+        ("docs-site-2", "docs.site"),
+    ]
     run_command("export_memory", str(tmp_path / "out"))
     assert _missing_or_empty(tree_bytes(tmp_path / "out")) == tree_bytes(src)
 
@@ -171,7 +175,9 @@ def test_compiled_memory_within_budget_is_the_exported_files(imported, tmp_path,
     for memory in Memory.objects.select_related("persona", "project"):
         folder = tmp_path / "out" / memory.persona.memory_folder / "memories" / memory.project.memory_folder
         if memory.persona.archived_at:
-            folder = tmp_path / "out/.archived" / memory.persona.archived_folder / "memories" / memory.project.memory_folder
+            folder = (
+                tmp_path / "out/.archived" / memory.persona.archived_folder / "memories" / memory.project.memory_folder
+            )
         core, working = ((folder / name).read_text() for name in ("core.md", "working.md"))
         expected = f"## Core Lessons\n{core}\n## Working Memory\n{working}"
         assert compile_memory(memory).text.rstrip() == expected.rstrip(), memory
@@ -182,10 +188,17 @@ def test_undated_lessons_bring_no_invented_date_to_promotion_detection(tmp_path,
     from memory.promotions.services import promotion_detect
 
     lesson = "- [PATTERN] Webhook handlers verify the signature before parsing the payload (ref: src/hooks.ts)\n"
-    src = write_tree(tmp_path / "src", {
-        "Dev/memories/api/working.md": lesson + "\n## 2026-01-01 [PATTERN]\n" + lesson + "\n## 2026-01-02 [PATTERN]\n"
-        + lesson + "\n",
-    })
+    src = write_tree(
+        tmp_path / "src",
+        {
+            "Dev/memories/api/working.md": lesson
+            + "\n## 2026-01-01 [PATTERN]\n"
+            + lesson
+            + "\n## 2026-01-02 [PATTERN]\n"
+            + lesson
+            + "\n",
+        },
+    )
     run_command("import_memory", str(src))
     # Two real dates and one undated copy: under the threshold of three distinct dates.
     assert promotion_detect(memory=Memory.objects.get()).created == []
@@ -197,4 +210,6 @@ def test_a_project_imported_before_folder_names_were_kept_is_found_again(tmp_pat
     run_command("import_memory", str(src))
     assert list(Project.objects.values_list("pk", "folder_name")) == [(earlier.pk, "billing api")]
     run_command("export_memory", str(tmp_path / "out"))
-    assert (tmp_path / "out/Dev/memories/billing api/working.md").read_bytes() == (src / "Dev/memories/billing api/working.md").read_bytes()
+    assert (tmp_path / "out/Dev/memories/billing api/working.md").read_bytes() == (
+        src / "Dev/memories/billing api/working.md"
+    ).read_bytes()

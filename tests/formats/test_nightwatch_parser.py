@@ -1,5 +1,5 @@
 import re
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime, timezone
 
 import pytest
 
@@ -17,7 +17,10 @@ from memory.refs import Ref
 
 def test_tagged_bullet_with_range_ref():
     assert parse_bullet("- [OBSERVATION] Fixed 1s retry delay (ref: src/queue/worker.ts#L88-L95)", tier="working") == (
-        "OBSERVATION", "Fixed 1s retry delay", [Ref("src/queue/worker.ts", 88, 95)], None
+        "OBSERVATION",
+        "Fixed 1s retry delay",
+        [Ref("src/queue/worker.ts", 88, 95)],
+        None,
     )
 
 
@@ -38,13 +41,15 @@ def test_ref_in_the_middle_of_text_stays_text():
 
 
 def test_core_line_with_promoted_date():
-    assert parse_bullet("- [PATTERN] Tokens skip expiry (ref: src/auth.ts#L23-L30) (promoted 2025-03-04)", tier="core") == (
-        "PATTERN", "Tokens skip expiry", [Ref("src/auth.ts", 23, 30)], date(2025, 3, 4)
-    )
+    assert parse_bullet(
+        "- [PATTERN] Tokens skip expiry (ref: src/auth.ts#L23-L30) (promoted 2025-03-04)", tier="core"
+    ) == ("PATTERN", "Tokens skip expiry", [Ref("src/auth.ts", 23, 30)], date(2025, 3, 4))
 
 
 def test_doubled_tag_is_read_away():
-    category, text, _, promoted = parse_bullet("- [PATTERN] [PATTERN] Always pin versions (promoted 2025-01-02)", tier="core")
+    category, text, _, promoted = parse_bullet(
+        "- [PATTERN] [PATTERN] Always pin versions (promoted 2025-01-02)", tier="core"
+    )
     assert (category, text, promoted) == ("PATTERN", "Always pin versions", date(2025, 1, 2))
 
 
@@ -112,7 +117,9 @@ def test_working_sections_dates_and_unparsed_lines_keep_their_place():
 def test_core_lines_numbered_and_unparsed_kept_verbatim():
     lines = parse_core("- [DECISION] a (promoted 2025-01-01)\n\n  indented junk  \n- [PATTERN] b\n")
     assert [(l.line_no, l.unparsed, l.lesson_date) for l in lines] == [
-        (1, False, date(2025, 1, 1)), (3, True, None), (4, False, None)
+        (1, False, date(2025, 1, 1)),
+        (3, True, None),
+        (4, False, None),
     ]
     assert lines[1].raw_line == "  indented junk  "
 
@@ -120,9 +127,9 @@ def test_core_lines_numbered_and_unparsed_kept_verbatim():
 @pytest.mark.parametrize(
     "folder, name, moment",
     [
-        ("Maya-1700000000000", "Maya", datetime(2023, 11, 14, 22, 13, 20, tzinfo=timezone.utc)),
-        ("Maya Lopez-1700000000", "Maya Lopez", datetime(2023, 11, 14, 22, 13, 20, tzinfo=timezone.utc)),
-        ("Ана-2025-01-31T10-20-30-123Z", "Ана", datetime(2025, 1, 31, 10, 20, 30, tzinfo=timezone.utc)),
+        ("Maya-1700000000000", "Maya", datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)),
+        ("Maya Lopez-1700000000", "Maya Lopez", datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)),
+        ("Ана-2025-01-31T10-20-30-123Z", "Ана", datetime(2025, 1, 31, 10, 20, 30, tzinfo=UTC)),
         ("Maya-2", "Maya-2", None),
         ("Just a name", "Just a name", None),
     ],
@@ -132,7 +139,7 @@ def test_archived_folder_names(folder, name, moment):
 
 
 def test_archived_folder_name_reads_back():
-    moment = datetime(2025, 5, 6, 7, 8, 9, 123000, tzinfo=timezone.utc)
+    moment = datetime(2025, 5, 6, 7, 8, 9, 123000, tzinfo=UTC)
     assert split_archived_folder(archived_folder_name("Carlos-2", moment)) == ("Carlos-2", moment)
-    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
     assert split_archived_folder(archived_folder_name("Old", epoch)) == ("Old", epoch)

@@ -3,7 +3,8 @@
 from datetime import date
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memory.models import Lesson
 from memory.services import Actor, lesson_create
@@ -93,7 +94,9 @@ def test_export_over_its_own_tree_changes_nothing(tmp_path, run_command):
     assert tree_bytes(tmp_path / "a") == before
 
 
-_words = st.text(alphabet=st.sampled_from("abcxyzÄéß日 -_.,:;!?'\"()[]#/✓"), min_size=1, max_size=40).filter(lambda t: t.strip())
+_words = st.text(alphabet=st.sampled_from("abcxyzÄéß日 -_.,:;!?'\"()[]#/✓"), min_size=1, max_size=40).filter(
+    lambda t: t.strip()
+)
 _ref = st.builds(
     lambda path, start, span: f"{path}#L{start}" + (f"-L{start + span}" if span else ""),
     st.from_regex(r"[a-z]{1,6}(/[a-z0-9_]{1,6}){0,2}\.(py|ts|md)", fullmatch=True),
@@ -119,8 +122,16 @@ def test_any_stored_lessons_survive_export_import_export(tmp_path_factory, run_c
     for tier, category, text, refs, day, section in lessons:
         if tier == "core" and category not in ("PATTERN", "DECISION", "ARCHITECTURE"):
             category = "PATTERN"
-        lesson_create(memory=memory, tier=tier, category=category, text=text, refs=refs, lesson_date=day,
-                      section=section, actor=actor)
+        lesson_create(
+            memory=memory,
+            tier=tier,
+            category=category,
+            text=text,
+            refs=refs,
+            lesson_date=day,
+            section=section,
+            actor=actor,
+        )
     stored = Lesson.objects.count()
     a, b = tmp_path_factory.mktemp("a"), tmp_path_factory.mktemp("b")
     run_command("export_memory", str(a))

@@ -10,8 +10,11 @@ from tests.factories import make_lesson
 
 
 def files_under(root):
-    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(Path(root).rglob("*")) if p.is_file()
-            and ".bak-" not in p.name}
+    return {
+        p.relative_to(root).as_posix(): p.read_text()
+        for p in sorted(Path(root).rglob("*"))
+        if p.is_file() and ".bak-" not in p.name
+    }
 
 
 def test_round_trip_through_the_workspace_layout(memory, tmp_path, django_db_blocker):
@@ -26,11 +29,23 @@ def test_round_trip_through_the_workspace_layout(memory, tmp_path, django_db_blo
     call_command("export_memory", str(out), "--layout", "workspace")
     first = files_under(out)
     base = f"{memory.persona.name}/{memory.project.slug}"
-    assert set(first) == {f"{base}/{n}" for n in ("SOUL.md", "MEMORY.md", "TOOLS.md", "AGENTS.md",
-                                                   "memory/2026-01-01.md", ".learnings/LEARNINGS.md",
-                                                   ".learnings/ERRORS.md", ".learnings/FEATURE_REQUESTS.md")}
-    assert "- [DECISION] Orders use UUIDv7 keys (ref: db/schema.sql#L10-L12) (promoted 2026-01-01)" in \
-        first[f"{base}/MEMORY.md"]
+    assert set(first) == {
+        f"{base}/{n}"
+        for n in (
+            "SOUL.md",
+            "MEMORY.md",
+            "TOOLS.md",
+            "AGENTS.md",
+            "memory/2026-01-01.md",
+            ".learnings/LEARNINGS.md",
+            ".learnings/ERRORS.md",
+            ".learnings/FEATURE_REQUESTS.md",
+        )
+    }
+    assert (
+        "- [DECISION] Orders use UUIDv7 keys (ref: db/schema.sql#L10-L12) (promoted 2026-01-01)"
+        in first[f"{base}/MEMORY.md"]
+    )
     assert "## 2026-01-01\n- [TODO] Add a dry-run flag to the loader" in first[f"{base}/.learnings/FEATURE_REQUESTS.md"]
 
     persona_name, slug = memory.persona.name, memory.project.slug
@@ -58,10 +73,17 @@ def test_untagged_bullets_take_the_category_of_their_file(db, tmp_path):
     (ws / ".learnings" / "ERRORS.md").write_text("## 2026-02-04\n- Build broke — error: TS2322\n")
     call_command("import_memory", str(tmp_path), "--layout", "workspace")
     persona = Persona.objects.get(name="Ada")
-    got = {(l.tier, l.category, l.text, l.lesson_date.isoformat(), l.unparsed)
-           for l in Lesson.objects.filter(memory__persona=persona)}
-    assert ("core", "DECISION", "This project uses TypeScript", got and next(
-        d for t, c, x, d, u in got if x == "This project uses TypeScript"), False) in got
+    got = {
+        (l.tier, l.category, l.text, l.lesson_date.isoformat(), l.unparsed)
+        for l in Lesson.objects.filter(memory__persona=persona)
+    }
+    assert (
+        "core",
+        "DECISION",
+        "This project uses TypeScript",
+        got and next(d for t, c, x, d, u in got if x == "This project uses TypeScript"),
+        False,
+    ) in got
     assert any(c == "PATTERN" and t == "core" and x == "Use rg, not grep -r" for t, c, x, d, u in got)
     assert ("working", "OBSERVATION", "Fixed the login redirect", "2026-02-03", False) in got
     assert ("working", "OBSERVATION", "Build broke — error: TS2322", "2026-02-04", False) in got

@@ -28,8 +28,8 @@ from memory.models import (
     ProposalLine,
 )
 from memory.promotions.services import promotion_detect
-from personas.models import Persona, Project
 from memory.tokens import agent_token_create
+from personas.models import Persona, Project
 from tests.api.conftest import AgentClient
 from tests.compaction.helpers import ScriptedEngine
 from tests.factories import make_lesson
@@ -66,26 +66,41 @@ def world(memory, approver, client):
     lesson = make_lesson(memory, "Retry uses a fixed delay", refs="src/queue/worker.py#L10-L20")
     themed = [
         make_lesson(memory, text, refs="src/billing/webhooks.py#L10", day=date(2026, 1, i + 1))
-        for i, text in enumerate([
-            "Webhook handlers must verify the Stripe signature before parsing the payload",
-            "Verify the Stripe webhook signature first; parsing before verification accepted forged events",
-            "Stripe webhook payload parsing happens only after signature verification",
-        ])
+        for i, text in enumerate(
+            [
+                "Webhook handlers must verify the Stripe signature before parsing the payload",
+                "Verify the Stripe webhook signature first; parsing before verification accepted forged events",
+                "Stripe webhook payload parsing happens only after signature verification",
+            ]
+        )
     ]
     candidate = promotion_detect(memory=memory).created[0]
     memory.compaction_target_lines = 10
     memory.save()
     ids = ", ".join(str(l.pk) for l in themed)
-    proposal = compaction_propose(memory=memory, actor=actor, engine=ScriptedEngine(
-        f"- [PATTERN] Verify the Stripe webhook signature before parsing (ref: src/billing/webhooks.py#L10) "
-        f"{{ids: {ids}}}\n- [OBSERVATION] Retry uses a fixed delay (ref: src/queue/worker.py#L10-L20) "
-        f"{{ids: {lesson.pk}}}\n"
-    ))
+    proposal = compaction_propose(
+        memory=memory,
+        actor=actor,
+        engine=ScriptedEngine(
+            f"- [PATTERN] Verify the Stripe webhook signature before parsing (ref: src/billing/webhooks.py#L10) "
+            f"{{ids: {ids}}}\n- [OBSERVATION] Retry uses a fixed delay (ref: src/queue/worker.py#L10-L20) "
+            f"{{ids: {lesson.pk}}}\n"
+        ),
+    )
     batch = ChangeBatch.objects.filter(memory=memory).order_by("-id").first()
     agent = AgentClient(client, agent_token_create(persona=memory.persona, name="tests")[1])
     client.force_login(approver)
-    return {"memory": memory, "lesson": lesson, "candidate": candidate, "proposal": proposal, "batch": batch,
-            "agent": agent, "client": client, "persona": memory.persona.name, "project": memory.project.slug}
+    return {
+        "memory": memory,
+        "lesson": lesson,
+        "candidate": candidate,
+        "proposal": proposal,
+        "batch": batch,
+        "agent": agent,
+        "client": client,
+        "persona": memory.persona.name,
+        "project": memory.project.slug,
+    }
 
 
 def api(world, method, tail, body=None, params=None):
@@ -123,12 +138,21 @@ SINGLE_LINE_ENTRIES = {
     "api interaction files_changed": lambda w, v: interaction_post(w, files_changed=[f"src/{v}.py"]),
     "api interaction transcript id": lambda w, v: interaction_post(w, transcript=[{"id": v, "text": "hi"}]),
     "api ?path=": lambda w, v: api(w, "get", "lessons", params={"path": f"src/{v}"}),
-    "dashboard lesson edit text": lambda w, v: form_post(w, "lesson_edit", [w["lesson"].pk], {
-        "text": v, "category": "OBSERVATION", "relevance": "medium", "refs": "", "reason": ""}),
-    "dashboard lesson edit refs": lambda w, v: form_post(w, "lesson_edit", [w["lesson"].pk], {
-        "text": "Retry uses a fixed delay", "category": "OBSERVATION", "relevance": "medium", "refs": f"a{v}.py"}),
-    "promotion approve-edit text": lambda w, v: form_post(w, "promotions:approve", [w["candidate"].pk], {
-        "edit": "1", "text": v, "category": "PATTERN", "refs": ""}),
+    "dashboard lesson edit text": lambda w, v: form_post(
+        w,
+        "lesson_edit",
+        [w["lesson"].pk],
+        {"text": v, "category": "OBSERVATION", "relevance": "medium", "refs": "", "reason": ""},
+    ),
+    "dashboard lesson edit refs": lambda w, v: form_post(
+        w,
+        "lesson_edit",
+        [w["lesson"].pk],
+        {"text": "Retry uses a fixed delay", "category": "OBSERVATION", "relevance": "medium", "refs": f"a{v}.py"},
+    ),
+    "promotion approve-edit text": lambda w, v: form_post(
+        w, "promotions:approve", [w["candidate"].pk], {"edit": "1", "text": v, "category": "PATTERN", "refs": ""}
+    ),
     "compaction line edit text": lambda w, v: compaction_line_post(w, text=v),
 }
 MULTI_LINE_ENTRIES = {
@@ -139,8 +163,9 @@ MULTI_LINE_ENTRIES = {
     "promotion reject reason": lambda w, v: form_post(w, "promotions:reject", [w["candidate"].pk], {"reason": v}),
     "compaction reject reason": lambda w, v: form_post(w, "compaction-reject", [w["proposal"].pk], {"reason": v}),
     "batch revert reason": lambda w, v: form_post(w, "batch_revert", [w["batch"].pk], {"reason": v}),
-    "pipeline pasted transcript": lambda w, v: form_post(w, "pipeline:run-start", [w["memory"].pk],
-                                                         {"transcript": f"user: {v}"}),
+    "pipeline pasted transcript": lambda w, v: form_post(
+        w, "pipeline:run-start", [w["memory"].pk], {"transcript": f"user: {v}"}
+    ),
 }
 NAME_ENTRIES = {
     "api persona in the URL": lambda w, v: w["agent"].get(f"/api/v1/memory/{v}/{w['project']}/context"),
@@ -154,13 +179,22 @@ NUMBER_ENTRIES = {
     "api ?limit=": lambda w, v: api(w, "get", "lessons", params={"limit": v}),
     "api interaction id": lambda w, v: w["agent"].get(f"/api/v1/interactions/{v}"),
     "api lesson id": lambda w, v: w["agent"].get(f"/api/v1/lessons/{v}"),
-    "dashboard lesson edit ref line": lambda w, v: form_post(w, "lesson_edit", [w["lesson"].pk], {
-        "text": "Retry uses a fixed delay", "category": "OBSERVATION", "relevance": "medium", "refs": f"a.py#L{v}"}),
-    "promotion approve-edit ref line": lambda w, v: form_post(w, "promotions:approve", [w["candidate"].pk], {
-        "edit": "1", "text": "Verify webhook signatures first", "category": "PATTERN", "refs": f"a.py#L{v}"}),
+    "dashboard lesson edit ref line": lambda w, v: form_post(
+        w,
+        "lesson_edit",
+        [w["lesson"].pk],
+        {"text": "Retry uses a fixed delay", "category": "OBSERVATION", "relevance": "medium", "refs": f"a.py#L{v}"},
+    ),
+    "promotion approve-edit ref line": lambda w, v: form_post(
+        w,
+        "promotions:approve",
+        [w["candidate"].pk],
+        {"edit": "1", "text": "Verify webhook signatures first", "category": "PATTERN", "refs": f"a.py#L{v}"},
+    ),
     "compaction line edit ref line": lambda w, v: compaction_line_post(w, refs=f"a.py#L{v}"),
-    "pipeline start ?interaction=": lambda w, v: form_post(w, "pipeline:run-start", [w["memory"].pk],
-                                                           {"interaction": v}),
+    "pipeline start ?interaction=": lambda w, v: form_post(
+        w, "pipeline:run-start", [w["memory"].pk], {"interaction": v}
+    ),
     "promotions ?memory=": lambda w, v: w["client"].get(reverse("promotions:inbox"), {"memory": v}),
 }
 LONG_ENTRIES = {
@@ -171,23 +205,52 @@ LONG_ENTRIES = {
 }
 
 CASES = (
-    [pytest.param(entry, value, id=f"{entry}-{label}") for entry in SINGLE_LINE_ENTRIES
-     for label, value in (("NUL", NUL), ("bell", BELL), ("escape", ESC), ("CR", CR), ("U+2028", LS), ("U+2029", PS))]
-    + [pytest.param(entry, value, id=f"{entry}-{label}") for entry in MULTI_LINE_ENTRIES
-       for label, value in (("NUL", NUL), ("bell", BELL), ("escape", ESC))]
-    + [pytest.param(entry, value, id=f"{entry}-{label}") for entry in NAME_ENTRIES
-       for label, value in (("NUL", "a%00b"), ("bell", "a%07b"), ("U+2028", "a%E2%80%A8b"))]
-    + [pytest.param(entry, value, id=f"{entry}-{label}") for entry in NUMBER_ENTRIES
-       for label, value in (("2^31", BIG_LINE), ("2^63", HUGE_LINE), ("superscript two", "²"))]
+    [
+        pytest.param(entry, value, id=f"{entry}-{label}")
+        for entry in SINGLE_LINE_ENTRIES
+        for label, value in (("NUL", NUL), ("bell", BELL), ("escape", ESC), ("CR", CR), ("U+2028", LS), ("U+2029", PS))
+    ]
+    + [
+        pytest.param(entry, value, id=f"{entry}-{label}")
+        for entry in MULTI_LINE_ENTRIES
+        for label, value in (("NUL", NUL), ("bell", BELL), ("escape", ESC))
+    ]
+    + [
+        pytest.param(entry, value, id=f"{entry}-{label}")
+        for entry in NAME_ENTRIES
+        for label, value in (("NUL", "a%00b"), ("bell", "a%07b"), ("U+2028", "a%E2%80%A8b"))
+    ]
+    + [
+        pytest.param(entry, value, id=f"{entry}-{label}")
+        for entry in NUMBER_ENTRIES
+        for label, value in (("2^31", BIG_LINE), ("2^63", HUGE_LINE), ("superscript two", "²"))
+    ]
 )
 ENTRIES = {**SINGLE_LINE_ENTRIES, **MULTI_LINE_ENTRIES, **NAME_ENTRIES, **NUMBER_ENTRIES}
 
 # A refused value shows up as one of these, on the page or in the JSON error.
-REFUSALS = ("control character", "line break", "single line", "at most", "line numbers go up to",
-            "not a code reference", "less than or equal", "must be a file or folder", "no persona named",
-            "no project", "No such memory", "does not belong", "unpaired surrogate", "valid integer",
-            "no interaction", "no lesson", "greater than or equal", "Null characters are not allowed",
-            "interaction belongs", "Ensure this value has at most")
+REFUSALS = (
+    "control character",
+    "line break",
+    "single line",
+    "at most",
+    "line numbers go up to",
+    "not a code reference",
+    "less than or equal",
+    "must be a file or folder",
+    "no persona named",
+    "no project",
+    "No such memory",
+    "does not belong",
+    "unpaired surrogate",
+    "valid integer",
+    "no interaction",
+    "no lesson",
+    "greater than or equal",
+    "Null characters are not allowed",
+    "interaction belongs",
+    "Ensure this value has at most",
+)
 
 
 def check_refused(response, before):
@@ -233,21 +296,37 @@ def test_multi_line_fields_keep_newlines_and_tabs(world):
 
 def test_the_lesson_cap_is_a_setting(world, settings):
     settings.LESSON_MAX_CHARS = 300
-    form_post(world, "lesson_edit", [world["lesson"].pk], {
-        "text": "y" * 301, "category": "OBSERVATION", "relevance": "medium", "refs": "", "reason": ""})
+    form_post(
+        world,
+        "lesson_edit",
+        [world["lesson"].pk],
+        {"text": "y" * 301, "category": "OBSERVATION", "relevance": "medium", "refs": "", "reason": ""},
+    )
     assert Lesson.objects.get(pk=world["lesson"].pk).text == "Retry uses a fixed delay"
     with pytest.raises(Exception, match="at most 300 characters"):
-        services.lesson_create(memory=world["memory"], text="z" * 301, category="OBSERVATION",
-                               actor=services.Actor.system())
+        services.lesson_create(
+            memory=world["memory"], text="z" * 301, category="OBSERVATION", actor=services.Actor.system()
+        )
 
 
 def test_admin_refuses_hostile_persona_names(world, admin_client):
     for name in ("../../../x", "/abs", "a/b", ".", "..", ".hidden", "a\\b", "bell\x07"):
         before = db_state()
-        response = admin_client.post(reverse("admin:personas_persona_add"), {
-            "name": name, "role": "Dev", "is_active": "on", "soul": "{}", "style": "{}", "skill": "{}",
-            "provider": "", "max_tokens": 1024, "temperature": 0.5, "refinement_threshold": 0.5,
-        })
+        response = admin_client.post(
+            reverse("admin:personas_persona_add"),
+            {
+                "name": name,
+                "role": "Dev",
+                "is_active": "on",
+                "soul": "{}",
+                "style": "{}",
+                "skill": "{}",
+                "provider": "",
+                "max_tokens": 1024,
+                "temperature": 0.5,
+                "refinement_threshold": 0.5,
+            },
+        )
         assert response.status_code == 200, name
         assert "errornote" in response.content.decode() or "errorlist" in response.content.decode()
         assert db_state() == before, name
@@ -276,7 +355,8 @@ def test_a_huge_line_number_in_files_changed_never_reaches_the_task(world):
 
 
 def test_a_reflection_that_fails_after_commit_leaves_its_error_on_the_interaction(
-        world, monkeypatch, django_capture_on_commit_callbacks):
+    world, monkeypatch, django_capture_on_commit_callbacks
+):
     from memory.reflection import services as reflection
 
     def broken(interaction_id, lessons):

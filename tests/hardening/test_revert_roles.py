@@ -22,9 +22,13 @@ def _lessons_state(memory):
 
 @pytest.fixture
 def promotion_batch(memory, approver):
-    for i, text in enumerate(["Verify the webhook signature before parsing the payload",
-                              "Webhook payload parsing happens after signature verification",
-                              "Verify webhook signatures first; parsing before it accepted forged events"]):
+    for i, text in enumerate(
+        [
+            "Verify the webhook signature before parsing the payload",
+            "Webhook payload parsing happens after signature verification",
+            "Verify webhook signatures first; parsing before it accepted forged events",
+        ]
+    ):
         make_lesson(memory, text, refs="src/webhooks.py#L10", day=date(2026, 1, i + 1))
     candidate = promotion_detect(memory=memory).created[0]
     return promotion_approve(candidate=candidate, actor=services.Actor.for_user(approver)).candidate.batch
@@ -37,9 +41,14 @@ def compaction_batch(memory, approver):
     memory.compaction_target_lines = 5
     memory.save()
     actor = services.Actor.for_user(approver)
-    proposal = compaction_propose(memory=memory, actor=actor, engine=ScriptedEngine(
-        f"- [OBSERVATION] The worker retries after a fixed delay, no backoff (ref: src/worker.py#L1) "
-        f"{{ids: {a.pk}, {b.pk}}}\n"))
+    proposal = compaction_propose(
+        memory=memory,
+        actor=actor,
+        engine=ScriptedEngine(
+            f"- [OBSERVATION] The worker retries after a fixed delay, no backoff (ref: src/worker.py#L1) "
+            f"{{ids: {a.pk}, {b.pk}}}\n"
+        ),
+    )
     return compaction_apply(proposal=proposal, actor=actor)
 
 
@@ -90,8 +99,9 @@ def test_curator_still_reverts_manual_and_agent_batches(client_for, curator, mem
     assert lesson.status == LessonStatus.DELETED
 
 
-def test_the_history_page_offers_a_curator_no_revert_of_an_approvers_batch(client_for, curator, approver, memory,
-                                                                             approver_batch):
+def test_the_history_page_offers_a_curator_no_revert_of_an_approvers_batch(
+    client_for, curator, approver, memory, approver_batch
+):
     url = memory.history_url()
     revert_url = f"/batches/{approver_batch.pk}/revert/"
     assert revert_url not in client_for(curator).get(url).content.decode()

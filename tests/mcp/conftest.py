@@ -112,8 +112,10 @@ class StdioTransport:
         else:
             db = connection.settings_dict
             password = f":{quote(db['PASSWORD'], safe='')}" if db["PASSWORD"] else ""
-            env["DATABASE_URL"] = (f"postgres://{quote(db['USER'], safe='')}{password}@{db['HOST'] or '127.0.0.1'}:"
-                                   f"{db['PORT'] or 5432}/{db['NAME']}")
+            env["DATABASE_URL"] = (
+                f"postgres://{quote(db['USER'], safe='')}{password}@{db['HOST'] or '127.0.0.1'}:"
+                f"{db['PORT'] or 5432}/{db['NAME']}"
+            )
             if os.environ.get("CACHE_URL"):
                 env["CACHE_URL"] = os.environ["CACHE_URL"]
         return env
@@ -148,7 +150,8 @@ class StdioTransport:
         """Revoke the way an operator does, with the command, while the server keeps running."""
         await anyio.run_process(
             [sys.executable, str(ROOT / "manage.py"), "revoke_agent_token", token.prefix],
-            cwd=str(ROOT), env={**os.environ, **self.env()},
+            cwd=str(ROOT),
+            env={**os.environ, **self.env()},
         )
 
     def run(self, raw, steps):
@@ -165,8 +168,15 @@ class StdioTransport:
         env.pop("NWM_AGENT_TOKEN", None)
         if raw is not None:
             env["NWM_AGENT_TOKEN"] = raw
-        return subprocess.run([sys.executable, str(ROOT / "manage.py"), "mcp_serve", *args], cwd=ROOT, env=env,
-                              input="", capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), "mcp_serve", *args],
+            cwd=ROOT,
+            env=env,
+            input="",
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
 
 @contextlib.contextmanager
@@ -181,8 +191,9 @@ def serve_http():
     max_age = connection.settings_dict["CONN_MAX_AGE"]
     connection.settings_dict["CONN_MAX_AGE"] = 0
     port = pick_port()
-    server = uvicorn.Server(uvicorn.Config(build_application(), host="127.0.0.1", port=port, log_level="warning",
-                                           lifespan="on"))
+    server = uvicorn.Server(
+        uvicorn.Config(build_application(), host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
     thread = threading.Thread(target=server.run, name="mcp-uvicorn", daemon=True)
     thread.start()
     try:

@@ -17,8 +17,11 @@ CASES = {
     "ref outside the project": ("daily_log", {"text": "Progress", "refs": ["../etc/passwd"]}, "refs"),
     "too long": ("save_fact", {"text": "x" * 2001}, "text: String should have at most 2000 characters"),
     "blank summary": ("report_interaction", {"summary": " ", "trigger_type": "bug_fix"}, "summary"),
-    "bad transcript": ("report_interaction", {"summary": "Did it", "trigger_type": "bug_fix",
-                                              "transcript": [{"role": "user"}]}, "transcript.0.id"),
+    "bad transcript": (
+        "report_interaction",
+        {"summary": "Did it", "trigger_type": "bug_fix", "transcript": [{"role": "user"}]},
+        "transcript.0.id",
+    ),
     "path escaping": ("find_lessons", {"path": "../secrets/"}, "path must be a file or folder inside the project"),
     "lesson id": ("recall", {"lesson_id": "forty-two"}, "lesson_id"),
 }

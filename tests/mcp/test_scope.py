@@ -14,8 +14,9 @@ from tests.mcp.conftest import text_of
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_other_persona_and_other_project_are_tool_errors(transport, make_token, persona, project, memory,
-                                                         other_persona, other_project):
+def test_other_persona_and_other_project_are_tool_errors(
+    transport, make_token, persona, project, memory, other_persona, other_project
+):
     theirs = make_lesson(MemoryFactory(persona=other_persona, project=project), "Maya's lesson in app.py")
     elsewhere = make_lesson(MemoryFactory(persona=persona, project=other_project), "Lesson of the other project")
     _, raw = make_token(persona, project)
@@ -58,8 +59,10 @@ def test_unscoped_token_must_name_the_project(transport, make_token, persona, pr
     _, raw = make_token(persona)
 
     async def steps(client):
-        return [await client.call_tool("get_memory", {}),
-                await client.call_tool("get_memory", {"project": project.slug})]
+        return [
+            await client.call_tool("get_memory", {}),
+            await client.call_tool("get_memory", {"project": project.slug}),
+        ]
 
     missing, named = transport.run(raw, steps)
     assert missing.is_error and "name the project" in text_of(missing)
@@ -119,5 +122,6 @@ def test_http_endpoint_answers_401_without_a_live_token(mcp_http, make_token, pe
 
     with pytest.raises(BaseException) as refused:
         mcp_http.run(raw, steps)
-    assert "Server returned an error response" in repr(refused.value.exceptions if hasattr(refused.value, "exceptions")
-                                                       else refused.value)
+    assert "Server returned an error response" in repr(
+        refused.value.exceptions if hasattr(refused.value, "exceptions") else refused.value
+    )

@@ -9,8 +9,16 @@ from tests.mcp.conftest import text_of
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the server reads the database from other threads or processes
 
-TOOLS = ["get_memory", "recall", "find_lessons", "save_fact", "log_learning", "log_error", "daily_log",
-         "report_interaction"]
+TOOLS = [
+    "get_memory",
+    "recall",
+    "find_lessons",
+    "save_fact",
+    "log_learning",
+    "log_error",
+    "daily_log",
+    "report_interaction",
+]
 
 
 def test_list_tools_with_descriptions_written_for_a_model(transport, make_token, persona, project):
@@ -34,8 +42,9 @@ def test_list_tools_with_descriptions_written_for_a_model(transport, make_token,
 
 
 def test_get_memory_returns_the_compiled_memory_with_ids(transport, make_token, persona, project, memory):
-    core = make_lesson(memory, "Payments go through the outbox table", category="DECISION", tier="core",
-                       refs="src/outbox.py")
+    core = make_lesson(
+        memory, "Payments go through the outbox table", category="DECISION", tier="core", refs="src/outbox.py"
+    )
     working = make_lesson(memory, "The nightly export takes about four minutes", refs="jobs/export.py#L10-L20")
     _, raw = make_token(persona, project)
 
@@ -60,11 +69,14 @@ def test_appending_tools_write_working_lessons_as_the_api_does(transport, make_t
 
     async def steps(client):
         return [
-            await client.call_tool("save_fact", {"text": "Jobs live in memory/tasks.py", "category": "ARCHITECTURE",
-                                                 "refs": ["memory/tasks.py"]}),
+            await client.call_tool(
+                "save_fact",
+                {"text": "Jobs live in memory/tasks.py", "category": "ARCHITECTURE", "refs": ["memory/tasks.py"]},
+            ),
             await client.call_tool("log_learning", {"text": "pytest -k narrows the run", "relevance": "high"}),
-            await client.call_tool("log_error", {"text": "Run migrations before tests",
-                                                 "error": "no such table:\n memory_lesson"}),
+            await client.call_tool(
+                "log_error", {"text": "Run migrations before tests", "error": "no such table:\n memory_lesson"}
+            ),
             await client.call_tool("daily_log", {"text": "Finished the export command"}),
             # The same fact again is a confirmation, not a copy.
             await client.call_tool("save_fact", {"text": "Jobs live in memory/tasks.py", "category": "ARCHITECTURE"}),
@@ -82,7 +94,10 @@ def test_appending_tools_write_working_lessons_as_the_api_does(transport, make_t
     assert [r.as_text() for r in lessons[0].refs.all()] == ["memory/tasks.py"]
     assert f"Saved lesson {lessons[0].pk} to working memory as ARCHITECTURE" in text_of(results[0])
     assert results[4].structured_content["lessons"][0] == {
-        "id": lessons[0].pk, "status": "confirmed", "tier": "working", "category": "ARCHITECTURE",
+        "id": lessons[0].pk,
+        "status": "confirmed",
+        "tier": "working",
+        "category": "ARCHITECTURE",
         "text": "Jobs live in memory/tasks.py",
     }
     assert "counted as a confirmation" in text_of(results[4])
@@ -98,14 +113,28 @@ def test_appending_tools_write_working_lessons_as_the_api_does(transport, make_t
 
 def test_recall_shows_provenance_and_history(transport, make_token, persona, project, memory):
     interaction = Interaction.objects.create(
-        memory=memory, trigger_type="pr_review", outcome="merged", summary="Reviewed the retry loop",
-        transcript=[{"id": "m1", "role": "user", "text": "the delays are fixed"},
-                    {"id": "m2", "role": "assistant", "text": "use backoff"}],
+        memory=memory,
+        trigger_type="pr_review",
+        outcome="merged",
+        summary="Reviewed the retry loop",
+        transcript=[
+            {"id": "m1", "role": "user", "text": "the delays are fixed"},
+            {"id": "m2", "role": "assistant", "text": "use backoff"},
+        ],
     )
-    lesson = make_lesson(memory, "Retries in worker.py need backoff", refs="src/worker.py#L88-L95",
-                         interaction=interaction, source_entry_ids=["m2"])
-    lesson_update(lesson=lesson, text="Retries in src/worker.py need exponential backoff",
-                  actor=Actor.system("tests"), reason="more precise")
+    lesson = make_lesson(
+        memory,
+        "Retries in worker.py need backoff",
+        refs="src/worker.py#L88-L95",
+        interaction=interaction,
+        source_entry_ids=["m2"],
+    )
+    lesson_update(
+        lesson=lesson,
+        text="Retries in src/worker.py need exponential backoff",
+        actor=Actor.system("tests"),
+        reason="more precise",
+    )
     _, raw = make_token(persona)
 
     async def steps(client):
@@ -123,8 +152,12 @@ def test_recall_shows_provenance_and_history(transport, make_token, persona, pro
 
 def test_find_lessons_by_folder_category_and_words(transport, make_token, persona, project, memory):
     auth = make_lesson(memory, "Session cookies are rotated at login", refs="src/auth/session.py")
-    make_lesson(memory, "Login throttling lives in the auth middleware", category="PATTERN",
-                refs="src/auth/middleware.py#L10-L30")
+    make_lesson(
+        memory,
+        "Login throttling lives in the auth middleware",
+        category="PATTERN",
+        refs="src/auth/middleware.py#L10-L30",
+    )
     make_lesson(memory, "Exports are written atomically", refs="src/export.py")
     _, raw = make_token(persona, project)
 
@@ -140,8 +173,9 @@ def test_find_lessons_by_folder_category_and_words(transport, make_token, person
     assert folder.structured_content["count"] == 2
     assert [i["id"] for i in observations.structured_content["items"]] == [auth.pk]
     assert [i["id"] for i in words.structured_content["items"]] == [auth.pk]
-    assert f"- [{auth.pk}] [OBSERVATION] Session cookies are rotated at login (ref: src/auth/session.py)" in \
-        text_of(words)
+    assert f"- [{auth.pk}] [OBSERVATION] Session cookies are rotated at login (ref: src/auth/session.py)" in text_of(
+        words
+    )
     assert first.structured_content["next_offset"] == 1 and "next page: offset=1" in text_of(first)
 
 
@@ -149,12 +183,16 @@ def test_report_interaction_is_reflected_into_lessons(transport, make_token, per
     token, raw = make_token(persona, project)
 
     async def steps(client):
-        return await client.call_tool("report_interaction", {
-            "trigger_type": "bug_fix", "outcome": "fixed",
-            "summary": "The export job timed out because it loaded every lesson at once",
-            "files_changed": ["jobs/export.py#L40-L60"],
-            "transcript": [{"id": "e1", "role": "user", "text": "why is the export slow?"}],
-        })
+        return await client.call_tool(
+            "report_interaction",
+            {
+                "trigger_type": "bug_fix",
+                "outcome": "fixed",
+                "summary": "The export job timed out because it loaded every lesson at once",
+                "files_changed": ["jobs/export.py#L40-L60"],
+                "transcript": [{"id": "e1", "role": "user", "text": "why is the export slow?"}],
+            },
+        )
 
     result = transport.run(raw, steps)
     assert not result.is_error
@@ -171,8 +209,9 @@ def test_report_interaction_is_reflected_into_lessons(transport, make_token, per
 
 
 @pytest.mark.parametrize("scoped", [True, False])
-def test_resources_list_each_readable_project_and_read_its_memory(transport, make_token, persona, project, memory,
-                                                                  other_project, scoped):
+def test_resources_list_each_readable_project_and_read_its_memory(
+    transport, make_token, persona, project, memory, other_project, scoped
+):
     lesson = make_lesson(memory, "Feature flags are read once per request", refs="config/flags.yml")
     _, raw = make_token(persona, project if scoped else None)
 

@@ -45,10 +45,13 @@ def test_every_kind_of_write_keeps_the_counts(memory):
     services.batch_revert(batch=promote_batch, actor=SYSTEM)
     assert _kept(memory) == _counted(memory) == (1, 2)
 
-    drafts = [services.LessonDraft(text="Pin the database image", category="DECISION"),
-              services.LessonDraft(text="Retry webhooks with backoff", category="OBSERVATION")]
-    services.lessons_append_or_confirm(memory=memory, drafts=drafts, actor=SYSTEM, kind="api", label="append",
-                                       reason="")
+    drafts = [
+        services.LessonDraft(text="Pin the database image", category="DECISION"),
+        services.LessonDraft(text="Retry webhooks with backoff", category="OBSERVATION"),
+    ]
+    services.lessons_append_or_confirm(
+        memory=memory, drafts=drafts, actor=SYSTEM, kind="api", label="append", reason=""
+    )
     assert _kept(memory) == _counted(memory)
 
 
@@ -88,8 +91,12 @@ def test_writers_at_the_same_time_leave_the_right_counts(memory):
         try:
             barrier.wait(timeout=10)
             for n in range(4):
-                make_lesson(memory, f"Writer {k} lesson {n}", tier="core" if n % 2 else "working",
-                            category="PATTERN" if n % 2 else "OBSERVATION")
+                make_lesson(
+                    memory,
+                    f"Writer {k} lesson {n}",
+                    tier="core" if n % 2 else "working",
+                    category="PATTERN" if n % 2 else "OBSERVATION",
+                )
             if k < 3:
                 services.lesson_delete(lesson=doomed[k], actor=SYSTEM)
         except Exception as exc:  # surfaced below

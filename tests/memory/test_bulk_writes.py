@@ -25,13 +25,32 @@ def _batch(memory):
 def test_history_of_bulk_lessons_is_the_snapshot_revert_compares(django_assert_max_num_queries):
     memory = MemoryFactory()
     batch = _batch(memory)
-    source = services.lesson_create(memory=memory, text="Older lesson", category="OBSERVATION",
-                                    actor=Actor.system("tests"))
+    source = services.lesson_create(
+        memory=memory, text="Older lesson", category="OBSERVATION", actor=Actor.system("tests")
+    )
     new = [
-        services.NewLesson(batch.pk, memory.pk, "working", "OBSERVATION", 'Quote " and ünïcode', date(2026, 1, 2), 4,
-                           refs=[Ref("src/a.py", 3, 9), Ref("README.md")]),
-        services.NewLesson(batch.pk, memory.pk, "core", "DECISION", "Merged lesson", date(2026, 1, 3), 5,
-                           relevance="critical", protected=True, derived_from=[source.pk]),
+        services.NewLesson(
+            batch.pk,
+            memory.pk,
+            "working",
+            "OBSERVATION",
+            'Quote " and ünïcode',
+            date(2026, 1, 2),
+            4,
+            refs=[Ref("src/a.py", 3, 9), Ref("README.md")],
+        ),
+        services.NewLesson(
+            batch.pk,
+            memory.pk,
+            "core",
+            "DECISION",
+            "Merged lesson",
+            date(2026, 1, 3),
+            5,
+            relevance="critical",
+            protected=True,
+            derived_from=[source.pk],
+        ),
     ]
     with django_assert_max_num_queries(8):  # a few statements whatever the number of lessons
         ids = services.lessons_bulk_create(new)
@@ -50,8 +69,9 @@ def test_history_of_bulk_lessons_is_the_snapshot_revert_compares(django_assert_m
 
 
 def test_imported_lessons_record_the_snapshot_revert_compares(tmp_path):
-    root = write_tree(tmp_path / "agents", {"Maya/memories/app/working.md":
-                                            "## 2025-01-02 [TODO]\n- [TODO] check `a.py#L2` first\n"})
+    root = write_tree(
+        tmp_path / "agents", {"Maya/memories/app/working.md": "## 2025-01-02 [TODO]\n- [TODO] check `a.py#L2` first\n"}
+    )
     memory_import_tree(tree=read_tree(root), actor=Actor.system("tests"))
     lesson = Lesson.objects.get()
     assert Change.objects.get(lesson=lesson).after == services.lesson_snapshot(lesson)
@@ -70,15 +90,18 @@ def test_a_value_too_long_for_its_column_is_refused_not_cut(tmp_path):
         inserter.insert([(change.batch_id, change.memory_id, change.lesson_id, "x" * 50, "{}")])
 
 
-def test_an_import_drops_the_cached_versions_of_every_memory_it_adds_to(tmp_path, settings,
-                                                                        django_capture_on_commit_callbacks):
+def test_an_import_drops_the_cached_versions_of_every_memory_it_adds_to(
+    tmp_path, settings, django_capture_on_commit_callbacks
+):
     from memory import context_cache
     from memory.models import Memory
 
     settings.MEMORY_VERSION_CACHE_SECONDS = 10  # on whatever versions cache this configuration has
 
-    files = {"Maya/memories/app/working.md": "## 2025-01-02 [TODO]\n- [TODO] first\n",
-             "Maya/memories/api/working.md": "## 2025-01-02 [TODO]\n- [TODO] first\n"}
+    files = {
+        "Maya/memories/app/working.md": "## 2025-01-02 [TODO]\n- [TODO] first\n",
+        "Maya/memories/api/working.md": "## 2025-01-02 [TODO]\n- [TODO] first\n",
+    }
     root = write_tree(tmp_path / "agents", files)
     memory_import_tree(tree=read_tree(root), actor=Actor.system("tests"))
     memories = list(Memory.objects.select_related("project"))

@@ -94,9 +94,16 @@ def _other_process(cache, code):
     import sys
 
     prefix = cache.key_prefix
-    subprocess.run([sys.executable, "-c", "import pickle, redis\n"
-                    f"r = redis.Redis.from_url({cache._servers[0]!r})\n"
-                    f"key = lambda name: {prefix!r} + ':1:' + name\n" + code], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import pickle, redis\n"
+            f"r = redis.Redis.from_url({cache._servers[0]!r})\n"
+            f"key = lambda name: {prefix!r} + ':1:' + name\n" + code,
+        ],
+        check=True,
+    )
 
 
 def test_a_write_in_another_process_is_seen_at_once(tracked):

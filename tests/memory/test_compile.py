@@ -22,8 +22,14 @@ def test_empty_memory_compiles_to_nothing_and_prompt_is_unchanged(memory):
 
 
 def test_core_then_working_in_file_format(memory):
-    make_lesson(memory, "Auth middleware skips expiry on refresh tokens", category="PATTERN", tier="core",
-                refs="src/auth/middleware.ts#L23-L30", day=date(2026, 1, 5))
+    make_lesson(
+        memory,
+        "Auth middleware skips expiry on refresh tokens",
+        category="PATTERN",
+        tier="core",
+        refs="src/auth/middleware.ts#L23-L30",
+        day=date(2026, 1, 5),
+    )
     make_lesson(memory, "Retry uses a fixed 1s delay", refs="src/queue/worker.ts#L88-L95", day=date(2026, 2, 1))
     text = compile_memory(memory).text
     assert text == (
@@ -42,7 +48,7 @@ def test_working_budget_keeps_most_recent_whole_lessons(memory):
     memory.save()
     lessons = [make_lesson(memory, f"Observation {i} " + "x" * 60, day=date(2026, 1, i + 1)) for i in range(10)]
     compiled = compile_memory(memory)
-    assert compiled.working_kept == [l.pk for l in lessons[-len(compiled.working_kept):]]
+    assert compiled.working_kept == [l.pk for l in lessons[-len(compiled.working_kept) :]]
     assert 0 < len(compiled.working_kept) < 10
     assert compiled.working_chars <= 300
     for l in lessons:  # never mid-lesson
@@ -146,8 +152,13 @@ def test_over_budget_the_cut_is_at_a_lesson_boundary_and_never_past_the_budget(t
     memory.working_char_budget, memory.core_char_budget = 1_000, 300
     memory.save()
     for i in range(30):
-        make_lesson(memory, f"Working lesson {i} about the retry loop", day=date(2026, 1, 1 + i // 4), section=i // 4,
-                    category=["OBSERVATION", "TODO", "ARCHITECTURE"][i % 3])
+        make_lesson(
+            memory,
+            f"Working lesson {i} about the retry loop",
+            day=date(2026, 1, 1 + i // 4),
+            section=i // 4,
+            category=["OBSERVATION", "TODO", "ARCHITECTURE"][i % 3],
+        )
         make_lesson(memory, f"Core lesson {i}", category="PATTERN", tier="core")
     compiled = compile_memory(memory)
     export_tree(root=tmp_path)
@@ -156,7 +167,7 @@ def test_over_budget_the_cut_is_at_a_lesson_boundary_and_never_past_the_budget(t
     core_file = (folder / "core.md").read_text(encoding="utf-8")
     core_text, _, working_text = compiled.text.partition("\n## Working Memory\n")
     assert core_text == "## Core Lessons\n" + core_file[: len(core_text) - len("## Core Lessons\n")]
-    assert core_file[len(core_text) - len("## Core Lessons\n"):].startswith("- [PATTERN] Core lesson")
+    assert core_file[len(core_text) - len("## Core Lessons\n") :].startswith("- [PATTERN] Core lesson")
     # Working keeps whole lessons from the end of the file: the one before would not fit.
     assert working_text and len(working_text) <= 1_000 < len(working_file)
     kept = len(compiled.working_kept)

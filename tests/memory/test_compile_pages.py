@@ -36,7 +36,8 @@ def _reference(memory):
     core_ids = _select_within_budget(core, memory.core_char_budget, render_core)
     working_ids = _select_within_budget(list(reversed(working)), memory.working_char_budget, render_working)
     return (
-        [l.pk for l, _ in core if l.pk in core_ids], [l.pk for l, _ in core if l.pk not in core_ids],
+        [l.pk for l, _ in core if l.pk in core_ids],
+        [l.pk for l, _ in core if l.pk not in core_ids],
         [l.pk for l, _ in working_order([item for item in working if item[0].pk in working_ids])],
         [l.pk for l, _ in working if l.pk not in working_ids],
     )
@@ -49,17 +50,30 @@ def test_paged_choice_equals_whole_tier_choice(memory, monkeypatch, core_budget,
     memory.save()
     categories = ["OBSERVATION", "TODO", "ARCHITECTURE", "HYPOTHESIS"]
     for i in range(40):
-        make_lesson(memory, f"Core pattern {i} " + "c" * (i % 9) * 10, category="PATTERN", tier="core",
-                    protected=(i in (30, 35)), refs=f"src/core_{i}.py#L{i + 1}")
+        make_lesson(
+            memory,
+            f"Core pattern {i} " + "c" * (i % 9) * 10,
+            category="PATTERN",
+            tier="core",
+            protected=(i in (30, 35)),
+            refs=f"src/core_{i}.py#L{i + 1}",
+        )
         # Sections of 2–3 lessons with mixed tags (the header takes its first lesson's), must-keeps
         # inside sections and alone, so every way a lesson can open, join or split a section occurs.
-        make_lesson(memory, f"Working note {i} " + "w" * (i % 7) * 10, day=date(2026, 1, 1) + timedelta(days=i // 3),
-                    section=i // 3 + (i % 3 == 2), category=categories[i % 4],
-                    relevance="critical" if i in (2, 5, 16, 31) else "medium")
+        make_lesson(
+            memory,
+            f"Working note {i} " + "w" * (i % 7) * 10,
+            day=date(2026, 1, 1) + timedelta(days=i // 3),
+            section=i // 3 + (i % 3 == 2),
+            category=categories[i % 4],
+            relevance="critical" if i in (2, 5, 16, 31) else "medium",
+        )
     compiled = compile_memory(memory)
     assert (compiled.core_kept, compiled.core_cut, compiled.working_kept, compiled.working_cut) == _reference(memory)
-    assert compiled.working_chars <= max(working_budget, len(render_working(
-        [item for item in with_refs(active_lessons(memory, Tier.WORKING)) if item[0].is_must_keep])))
+    assert compiled.working_chars <= max(
+        working_budget,
+        len(render_working([item for item in with_refs(active_lessons(memory, Tier.WORKING)) if item[0].is_must_keep])),
+    )
 
 
 def test_compile_query_count_does_not_grow_with_the_memory(memory, django_assert_max_num_queries):

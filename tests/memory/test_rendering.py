@@ -1,24 +1,42 @@
 import pytest
 from django.template import Context, Template
 
-from memory.rendering import find_invisible, has_invisible, invisible_segments, render_markdown, snapshot_diff, text_diff
+from memory.rendering import (
+    find_invisible,
+    has_invisible,
+    invisible_segments,
+    render_markdown,
+    snapshot_diff,
+    text_diff,
+)
 
 
-@pytest.mark.parametrize("text", [
-    "<script>alert(1)</script>",
-    "<img src=x onerror=alert(1)>",
-    '<a href="javascript:alert(1)">x</a>',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<script>alert(1)</script>",
+        "<img src=x onerror=alert(1)>",
+        '<a href="javascript:alert(1)">x</a>',
+    ],
+)
 def test_raw_html_is_escaped(text):
     html = render_markdown(text)
     assert "<script" not in html and "<img" not in html and "<a " not in html
     assert "&lt;" in html
 
 
-@pytest.mark.parametrize("url", [
-    "javascript:alert(1)", "JAVASCRIPT:alert(1)", "java\tscript:alert(1)", "data:text/html,<b>x</b>",
-    "vbscript:msgbox(1)", "file:///etc/passwd", "mailto:a@b.c",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "javascript:alert(1)",
+        "JAVASCRIPT:alert(1)",
+        "java\tscript:alert(1)",
+        "data:text/html,<b>x</b>",
+        "vbscript:msgbox(1)",
+        "file:///etc/passwd",
+        "mailto:a@b.c",
+    ],
+)
 def test_only_http_links_become_links(url):
     html = render_markdown(f"[x]({url})")
     assert "href" not in html
@@ -39,9 +57,29 @@ def test_markdown_basics():
     assert render_markdown("use `x` and **y**") == "use <code>x</code> and <strong>y</strong>"
 
 
-@pytest.mark.parametrize("ch", ["\u200b", "\u200c", "\u200d", "\u202e", "\u202d", "\u2066", "\u2067", "\u2068",
-                                "\u2069", "\ufeff", "\u200e", "\u200f", "\u00ad", "\u2060", "\x07", "\u3164",
-                                "\u2028", "\u2029"])
+@pytest.mark.parametrize(
+    "ch",
+    [
+        "\u200b",
+        "\u200c",
+        "\u200d",
+        "\u202e",
+        "\u202d",
+        "\u2066",
+        "\u2067",
+        "\u2068",
+        "\u2069",
+        "\ufeff",
+        "\u200e",
+        "\u200f",
+        "\u00ad",
+        "\u2060",
+        "\x07",
+        "\u3164",
+        "\u2028",
+        "\u2029",
+    ],
+)
 def test_invisible_characters_are_found(ch):
     text = f"a{ch}b"
     assert has_invisible(text)
@@ -62,15 +100,25 @@ def test_segments_and_reveal_partial_escape_text():
 
 
 def test_warning_partial():
-    html = Template('{% include "memory/partials/invisible_warning.html" with text=t %}').render(Context({"t": "x\u200by"}))
+    html = Template('{% include "memory/partials/invisible_warning.html" with text=t %}').render(
+        Context({"t": "x\u200by"})
+    )
     assert "Hidden characters" in html and "Zero Width Space" in html
-    assert Template('{% include "memory/partials/invisible_warning.html" with text=t %}').render(
-        Context({"t": "clean"})).strip() == ""
+    assert (
+        Template('{% include "memory/partials/invisible_warning.html" with text=t %}')
+        .render(Context({"t": "clean"}))
+        .strip()
+        == ""
+    )
 
 
 def test_text_diff_words():
     assert text_diff("the quick fox", "the slow fox") == [
-        ("equal", "the "), ("delete", "quick"), ("insert", "slow"), ("equal", " fox")]
+        ("equal", "the "),
+        ("delete", "quick"),
+        ("insert", "slow"),
+        ("equal", " fox"),
+    ]
 
 
 def test_snapshot_diff_fields():
@@ -79,7 +127,9 @@ def test_snapshot_diff_fields():
     diff = snapshot_diff(before, after)
     assert diff["text"] is None
     assert {f["label"]: (f["before"], f["after"]) for f in diff["fields"]} == {
-        "Protected": ("no", "yes"), "Refs": ("—", "src/a.py#L1")}
+        "Protected": ("no", "yes"),
+        "Refs": ("—", "src/a.py#L1"),
+    }
 
 
 def test_invisible_characters_in_a_link_title_do_not_break_the_tag():
@@ -102,8 +152,10 @@ def test_reveal_and_warning_filters_escape_and_show_hidden_characters():
     plain = template.render(Context({"text": "<i>plain</i>"}))
     assert plain == "[&lt;i&gt;plain&lt;/i&gt;]()"
     # The partials render exactly what the filters do.
-    partial = Template('{% include "memory/partials/reveal.html" with text=text %}'
-                       '{% include "memory/partials/invisible_warning.html" with text=text %}')
+    partial = Template(
+        '{% include "memory/partials/reveal.html" with text=text %}'
+        '{% include "memory/partials/invisible_warning.html" with text=text %}'
+    )
     filters = Template("{% load lesson_text %}{{ text|reveal }}{{ text|invisible_warning }}")
     context = {"text": "a\u202eb<c>"}
     assert partial.render(Context(context)) == filters.render(Context(context))

@@ -8,7 +8,8 @@ reverted after any partial revert; the candidate, proposal and run follow.
 from datetime import date
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memory import services
 from memory.compaction.services import compaction_apply, compaction_propose
@@ -68,13 +69,18 @@ def refined(persona):
     for i in range(10):
         core(memory, f"Filler lesson {i}: the search index is rebuilt nightly from the primary database")
     before = active_texts(memory)
-    run = run_with(memory, RefinementEngine([
-        ("consolidate", {"ids": [a.pk, b.pk], "text": "Run the linter before every push to the shared branch"}),
-        ("protect", {"id": d.pk}),
-        ("update", {"id": c.pk, "text": "Deploys happen on Tuesdays only, after the change-advisory meeting."}),
-        ("protect", {"id": c.pk}),
-        ("complete", {}),
-    ]))
+    run = run_with(
+        memory,
+        RefinementEngine(
+            [
+                ("consolidate", {"ids": [a.pk, b.pk], "text": "Run the linter before every push to the shared branch"}),
+                ("protect", {"id": d.pk}),
+                ("update", {"id": c.pk, "text": "Deploys happen on Tuesdays only, after the change-advisory meeting."}),
+                ("protect", {"id": c.pk}),
+                ("complete", {}),
+            ]
+        ),
+    )
     assert run.status == RefinementRun.Status.COMPLETED, run.error
     return run.batch, before
 
@@ -158,14 +164,18 @@ def test_a_lesson_changed_again_in_the_same_run_refuses_a_partial_revert(persona
 
 
 OPS = st.lists(
-    st.tuples(st.sampled_from(["promotion", "compaction", "refinement"]), st.sampled_from(["change", "batch"]),
-              st.integers(0, 20)),
+    st.tuples(
+        st.sampled_from(["promotion", "compaction", "refinement"]),
+        st.sampled_from(["change", "batch"]),
+        st.integers(0, 20),
+    ),
     max_size=6,
 )
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(ops=OPS)
 def test_any_sequence_of_reverts_keeps_every_pre_batch_lesson(persona, approver, ops):
     PromotionCandidate.objects.all().delete()
@@ -199,5 +209,7 @@ def test_any_sequence_of_reverts_keeps_every_pre_batch_lesson(persona, approver,
         assert batch.reverted_by_id is not None
         assert before[kind] <= active_texts(memories[kind]), kind
     assert PromotionCandidate.objects.get(batch=batches["promotion"]).status == PromotionCandidate.Status.REVERTED
-    assert CompactionProposal.objects.get(apply_batch=batches["compaction"]).status == CompactionProposal.Status.REVERTED
+    assert (
+        CompactionProposal.objects.get(apply_batch=batches["compaction"]).status == CompactionProposal.Status.REVERTED
+    )
     assert RefinementRun.objects.get(batch=batches["refinement"]).status == RefinementRun.Status.REVERTED

@@ -85,8 +85,9 @@ def test_batch_revert_undoes_everything_as_one_change(memory):
     before = state(memory)
     batch = services.batch_create(memory=memory, kind=ChangeBatch.Kind.REFINEMENT, actor=SYSTEM, label="run 1")
     services.lesson_delete(lesson=a, actor=SYSTEM, batch=batch)
-    new = services.lesson_create(memory=memory, text="Merged about src/a.py", category="PATTERN", tier="core",
-                                 actor=SYSTEM, batch=batch)
+    new = services.lesson_create(
+        memory=memory, text="Merged about src/a.py", category="PATTERN", tier="core", actor=SYSTEM, batch=batch
+    )
     services.lesson_set_protected(lesson=keep, protected=True, actor=SYSTEM, batch=batch)
     revert = services.batch_revert(batch=batch, actor=SYSTEM)
     after = state(memory)

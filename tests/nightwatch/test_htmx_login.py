@@ -9,8 +9,11 @@ pytestmark = pytest.mark.django_db
 
 def test_htmx_post_without_session_gets_a_client_redirect_to_login(client, memory):
     lesson = make_lesson(memory, "Keep it")
-    response = client.post(f"/lessons/{lesson.pk}/delete/", HTTP_HX_REQUEST="true",
-                           HTTP_HX_CURRENT_URL="http://testserver/promotions/?memory=3")
+    response = client.post(
+        f"/lessons/{lesson.pk}/delete/",
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_CURRENT_URL="http://testserver/promotions/?memory=3",
+    )
     assert response.status_code == 200
     assert response["HX-Redirect"] == "/accounts/login/?next=%2Fpromotions%2F%3Fmemory%3D3"
     lesson.refresh_from_db()
@@ -29,8 +32,9 @@ def test_plain_requests_keep_the_usual_redirect(client):
 
 def test_htmx_requests_with_a_session_are_left_alone(client_for, curator, memory):
     lesson = make_lesson(memory, "Drop it")
-    response = client_for(curator).post(f"/lessons/{lesson.pk}/delete/", HTTP_HX_REQUEST="true",
-                                        HTTP_HX_CURRENT_URL="http://testserver/")
+    response = client_for(curator).post(
+        f"/lessons/{lesson.pk}/delete/", HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL="http://testserver/"
+    )
     assert response.status_code == 200 and "HX-Redirect" not in response
     lesson.refresh_from_db()
     assert lesson.status == "deleted"

@@ -15,8 +15,11 @@ def start(**env):
     full.update(env)
     return subprocess.run(
         [sys.executable, "-c", "import django; django.setup(); print('started')"],
-        cwd=ROOT, env={**full, "DJANGO_SETTINGS_MODULE": "nightwatch.settings"},
-        capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        env={**full, "DJANGO_SETTINGS_MODULE": "nightwatch.settings"},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -67,8 +70,11 @@ def test_deploy_check_is_clean_with_the_documented_production_settings():
     full = {k: v for k, v in os.environ.items() if k not in leave_out}
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=ROOT, env={**full, **PRODUCTION_ENV, "DJANGO_SETTINGS_MODULE": "nightwatch.settings"},
-        capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        env={**full, **PRODUCTION_ENV, "DJANGO_SETTINGS_MODULE": "nightwatch.settings"},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout

@@ -9,11 +9,21 @@ from tests.factories import PersonaFactory
 
 def _form(**overrides):
     data = {
-        "name": "Iris", "role": "Reviewer", "avatar": "", "is_active": "on",
+        "name": "Iris",
+        "role": "Reviewer",
+        "avatar": "",
+        "is_active": "on",
         "soul": '{"whoIAm": "I review.", "worldview": ["Inputs lie."]}',
-        "style": "{}", "skill": "",
-        "provider": "", "model_name": "", "max_tokens": "1024", "temperature": "0.5", "base_url": "",
-        "system_prompt_override": "", "reflection_prompt": "", "refinement_prompt": "",
+        "style": "{}",
+        "skill": "",
+        "provider": "",
+        "model_name": "",
+        "max_tokens": "1024",
+        "temperature": "0.5",
+        "base_url": "",
+        "system_prompt_override": "",
+        "reflection_prompt": "",
+        "refinement_prompt": "",
         "refinement_threshold": "0.9",
     }
     data.update(overrides)
@@ -46,10 +56,17 @@ def test_broken_json_is_an_error_on_that_field_with_its_position():
         ("soul", '{"worldview": "one string"}', "soul.worldview must be a list of strings, not a string."),
         ("soul", '{"whoIAm": ["a", "list"]}', "soul.whoIAm must be a string, not a list."),
         ("soul", '{"expertise": ["ok", 3]}', "soul.expertise[1] must be a string, not a number."),
-        ("soul", '{"opinions": {"tests": 5}}', "soul.opinions.tests must be a string or a list of strings, not a number."),
+        (
+            "soul",
+            '{"opinions": {"tests": 5}}',
+            "soul.opinions.tests must be a string or a list of strings, not a number.",
+        ),
         ("style", '{"emojiUsage": "rare"}', "style.emojiUsage must be an object, not a string."),
-        ("skill", '{"mode": {}}', "skill.mode is not a skill field (expected one of: modes, interpolationRules, "
-                                  "additionalInstructions)."),
+        (
+            "skill",
+            '{"mode": {}}',
+            "skill.mode is not a skill field (expected one of: modes, interpolationRules, additionalInstructions).",
+        ),
         ("skill", '["modes"]', "skill must be a JSON object of named fields, not a list."),
     ],
 )

@@ -95,7 +95,10 @@ def test_seed_defaults_creates_four_once():
     created, skipped = services.personas_seed_defaults()
     assert len(created) == 4 and skipped == []
     assert set(Persona.objects.values_list("role", flat=True)) == {
-        "Security Reviewer", "Tech Lead / Architect", "QA Engineer", "Implementer"
+        "Security Reviewer",
+        "Tech Lead / Architect",
+        "QA Engineer",
+        "Implementer",
     }
     created, skipped = services.personas_seed_defaults()
     assert created == [] and len(skipped) == 4
@@ -117,7 +120,8 @@ def test_default_personas_match_the_schema_and_compile():
     for spec in DEFAULT_PERSONAS:
         for section in ("soul", "style", "skill"):
             assert structured_errors(section, spec[section]) == [], (spec["name"], section)
-        prompt = compile_system_prompt(Persona(name=spec["name"], role=spec["role"], soul=spec["soul"],
-                                               style=spec["style"], skill=spec["skill"]))
+        prompt = compile_system_prompt(
+            Persona(name=spec["name"], role=spec["role"], soul=spec["soul"], style=spec["style"], skill=spec["skill"])
+        )
         assert prompt.startswith(f"You are {spec['name']}, {spec['role']}.")
         assert "## Soul" in prompt and "## Style" in prompt and "## Skill" in prompt

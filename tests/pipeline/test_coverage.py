@@ -11,8 +11,9 @@ SYSTEM = services.Actor.system("test")
 
 
 def cite(memory, lessons, status="pending"):
-    candidate = PromotionCandidate.objects.create(memory=memory, text="r", category="PATTERN", evidence={},
-                                                  fingerprint="x", engine="offline", status=status)
+    candidate = PromotionCandidate.objects.create(
+        memory=memory, text="r", category="PATTERN", evidence={}, fingerprint="x", engine="offline", status=status
+    )
     candidate.supporting.set(lessons)
 
 
@@ -29,7 +30,10 @@ def test_tags_follow_the_number_of_citations(memory, django_assert_num_queries):
         counts = coverage_counts(memory)
     assert counts.get(uncited.pk, 0) == 0 and counts[cited.pk] == 1 and counts[reinforced.pk] == 4
     assert [coverage_tag(counts.get(l.pk, 0)) for l in (uncited, cited, reinforced)] == [
-        "uncited", "cited", "reinforced"]
+        "uncited",
+        "cited",
+        "reinforced",
+    ]
     assert coverage_tag(3) == "cited"
 
 

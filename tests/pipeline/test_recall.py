@@ -22,6 +22,7 @@ def test_recall_returns_the_source_entries_of_an_observation(agent, memory, pers
     lesson = Lesson.objects.get(memory=memory, source_entry_ids=["m3"])
     data = agent.get(f"/api/v1/lessons/{lesson.pk}").json()
     assert data["source_entry_ids"] == ["m3"]
-    assert data["source_entries"] == [{"id": "m3", "role": "user", "at": "2026-03-02 09:20",
-                                       "text": "Never push directly to the main branch."}]
+    assert data["source_entries"] == [
+        {"id": "m3", "role": "user", "at": "2026-03-02 09:20", "text": "Never push directly to the main branch."}
+    ]
     assert data["observed_at"].startswith("2026-03-02T09:20")

@@ -12,11 +12,13 @@ def test_drop_proposal_shows_relevance_and_coverage(client_for, viewer, memory, 
     memory.save()
     old = make_lesson(memory, "Restarted the worker by hand once more today.", relevance="low")
     keep = make_lesson(memory, "Never deploy on Fridays: the on-call rota is empty.", relevance="critical")
-    candidate = PromotionCandidate.objects.create(memory=memory, text="r", category="PATTERN", evidence={},
-                                                  fingerprint="x", engine="offline")
+    candidate = PromotionCandidate.objects.create(
+        memory=memory, text="r", category="PATTERN", evidence={}, fingerprint="x", engine="offline"
+    )
     candidate.supporting.set([old])
-    scripted_engine(turns=["Nothing new.", "None.",
-                           [("drop_observations", {"ids": [str(old.pk), str(keep.pk)]})], "Done.", "Done."])
+    scripted_engine(
+        turns=["Nothing new.", "None.", [("drop_observations", {"ids": [str(old.pk), str(keep.pk)]})], "Done.", "Done."]
+    )
     run = run_pipeline(memory)
     proposal = CompactionProposal.objects.get(pk=run.proposal_id)
     assert proposal.trigger == "pruning" and proposal.status == "pending"

@@ -3,7 +3,11 @@
 from memory import services
 from memory.compaction.services import compaction_apply
 from memory.models import (
-    ChangeBatch, CompactionProposal, Lesson, PipelineRun, PromotionCandidate,
+    ChangeBatch,
+    CompactionProposal,
+    Lesson,
+    PipelineRun,
+    PromotionCandidate,
 )
 from memory.pipeline.coverage import coverage_counts
 from tests.factories import make_lesson
@@ -19,40 +23,99 @@ def test_scripted_run_from_transcript_to_candidates_and_drop_proposal(memory, sc
     memory.save()
     old = make_lesson(memory, "Old note: the queue worker was restarted by hand.", relevance="low")
     interaction = make_interaction(memory)
-    engine = scripted_engine(turns=[
-        # observer
-        [("record_observations", {"observations": [
-            {"timestamp": "2026-03-02 09:15", "content": "User decided to use Postgres advisory locks for the queue.",
-             "relevance": "high", "sourceEntryIds": ["m1"]},
-            {"timestamp": "2026-03-02 09:17", "content": "completed: advisory locks in the queue worker; tests pass.",
-             "relevance": "medium", "sourceEntryIds": ["m2", "m1"]},
-            {"timestamp": "2026-03-02 09:20", "content": "User said never push directly to main.",
-             "relevance": "critical", "sourceEntryIds": ["m3"]},
-            {"timestamp": "2026-03-02 09:20", "content": "Invented.", "relevance": "low", "sourceEntryIds": ["m9"]},
-        ]})],
-        "Covered.",
-        # reflector pass 1
-        lambda h: [("record_reflections", {"reflections": [
-            {"content": "The job queue relies on Postgres advisory locks.",
-             "supportingObservationIds": ids_of(memory, "User decided to use Postgres advisory locks for the queue.",
-                                                "completed: advisory locks in the queue worker; tests pass.")},
-        ]})],
-        "Done.",
-        # reflector pass 2: single facts, and more support for the first reflection
-        lambda h: [("record_reflections", {"reflections": [
-            {"content": "Nobody pushes directly to main.",
-             "supportingObservationIds": ids_of(memory, "User said never push directly to main.")},
-            {"content": "The job queue relies on Postgres advisory locks.",
-             "supportingObservationIds": [str(old.pk)]},
-        ]})],
-        "Done.",
-        # pruner pass 1: the model asks for a critical drop too; it is refused
-        lambda h: [("drop_observations", {"ids": [str(old.pk)] + ids_of(
-            memory, "User said never push directly to main.",
-            "completed: advisory locks in the queue worker; tests pass.")})],
-        "Pruned.",
-        "Nothing else is safe to drop.",  # pruner pass 2 ends with no drop
-    ])
+    engine = scripted_engine(
+        turns=[
+            # observer
+            [
+                (
+                    "record_observations",
+                    {
+                        "observations": [
+                            {
+                                "timestamp": "2026-03-02 09:15",
+                                "content": "User decided to use Postgres advisory locks for the queue.",
+                                "relevance": "high",
+                                "sourceEntryIds": ["m1"],
+                            },
+                            {
+                                "timestamp": "2026-03-02 09:17",
+                                "content": "completed: advisory locks in the queue worker; tests pass.",
+                                "relevance": "medium",
+                                "sourceEntryIds": ["m2", "m1"],
+                            },
+                            {
+                                "timestamp": "2026-03-02 09:20",
+                                "content": "User said never push directly to main.",
+                                "relevance": "critical",
+                                "sourceEntryIds": ["m3"],
+                            },
+                            {
+                                "timestamp": "2026-03-02 09:20",
+                                "content": "Invented.",
+                                "relevance": "low",
+                                "sourceEntryIds": ["m9"],
+                            },
+                        ]
+                    },
+                )
+            ],
+            "Covered.",
+            # reflector pass 1
+            lambda h: [
+                (
+                    "record_reflections",
+                    {
+                        "reflections": [
+                            {
+                                "content": "The job queue relies on Postgres advisory locks.",
+                                "supportingObservationIds": ids_of(
+                                    memory,
+                                    "User decided to use Postgres advisory locks for the queue.",
+                                    "completed: advisory locks in the queue worker; tests pass.",
+                                ),
+                            },
+                        ]
+                    },
+                )
+            ],
+            "Done.",
+            # reflector pass 2: single facts, and more support for the first reflection
+            lambda h: [
+                (
+                    "record_reflections",
+                    {
+                        "reflections": [
+                            {
+                                "content": "Nobody pushes directly to main.",
+                                "supportingObservationIds": ids_of(memory, "User said never push directly to main."),
+                            },
+                            {
+                                "content": "The job queue relies on Postgres advisory locks.",
+                                "supportingObservationIds": [str(old.pk)],
+                            },
+                        ]
+                    },
+                )
+            ],
+            "Done.",
+            # pruner pass 1: the model asks for a critical drop too; it is refused
+            lambda h: [
+                (
+                    "drop_observations",
+                    {
+                        "ids": [str(old.pk)]
+                        + ids_of(
+                            memory,
+                            "User said never push directly to main.",
+                            "completed: advisory locks in the queue worker; tests pass.",
+                        )
+                    },
+                )
+            ],
+            "Pruned.",
+            "Nothing else is safe to drop.",  # pruner pass 2 ends with no drop
+        ]
+    )
     run = run_pipeline(memory, interaction)
     run.refresh_from_db()
     assert run.status == PipelineRun.Status.COMPLETED, run.error
@@ -89,8 +152,12 @@ def test_scripted_run_from_transcript_to_candidates_and_drop_proposal(memory, sc
     # Stored through the compaction service like any proposal: it covers what it read, fingerprinted,
     # so a lesson appended while it waits for review neither stales it nor is dropped by it.
     assert set(proposal.input_fingerprints) == {str(i) for i in proposal.input_lesson_ids}
-    late = services.lesson_create(memory=memory, text="Appended after the pruning about src/late.py",
-                                  category="OBSERVATION", actor=services.Actor.system())
+    late = services.lesson_create(
+        memory=memory,
+        text="Appended after the pruning about src/late.py",
+        category="OBSERVATION",
+        actor=services.Actor.system(),
+    )
     compaction_apply(proposal=proposal, actor=services.Actor.for_user(approver))
     old.refresh_from_db()
     assert old.status == "deleted"
@@ -137,9 +204,24 @@ def test_reflections_to_core_go_straight_to_core_revertibly(memory, scripted_eng
     memory.save()
     a = make_lesson(memory, "Deploys run on Fridays.")
     b = make_lesson(memory, "Friday deploy went fine.")
-    scripted_engine(turns=["Nothing new.",
-                           [("record_reflections", {"reflections": [
-                               {"content": "Deploys happen on Fridays.", "supportingObservationIds": [str(a.pk), str(b.pk)]}]})]])
+    scripted_engine(
+        turns=[
+            "Nothing new.",
+            [
+                (
+                    "record_reflections",
+                    {
+                        "reflections": [
+                            {
+                                "content": "Deploys happen on Fridays.",
+                                "supportingObservationIds": [str(a.pk), str(b.pk)],
+                            }
+                        ]
+                    },
+                )
+            ],
+        ]
+    )
     run = run_pipeline(memory)
     run.refresh_from_db()
     core = Lesson.objects.get(memory=memory, tier="core")
@@ -154,8 +236,20 @@ def test_reflections_to_core_go_straight_to_core_revertibly(memory, scripted_eng
 def test_repeating_a_core_lessons_text_adds_to_what_it_derives_from(memory, scripted_engine):
     core = make_lesson(memory, "Deploys happen on Fridays.", tier="core", category="PATTERN")
     a = make_lesson(memory, "Deployed on Friday again.")
-    scripted_engine(turns=[[("record_reflections", {"reflections": [
-        {"content": "Deploys happen on Fridays.", "supportingObservationIds": [str(a.pk)]}]})]])
+    scripted_engine(
+        turns=[
+            [
+                (
+                    "record_reflections",
+                    {
+                        "reflections": [
+                            {"content": "Deploys happen on Fridays.", "supportingObservationIds": [str(a.pk)]}
+                        ]
+                    },
+                )
+            ]
+        ]
+    )
     run = run_pipeline(memory)
     run.refresh_from_db()
     assert (run.reflections_added, run.reflections_merged) == (0, 1)
@@ -173,8 +267,25 @@ def test_an_unexpected_error_marks_the_run_failed(memory, scripted_engine, monke
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(pipeline_phases, "_store_observations", boom)
-    scripted_engine(turns=[[("record_observations", {"observations": [
-        {"timestamp": "2026-03-02 09:15", "content": "x happened", "relevance": "low", "sourceEntryIds": ["m1"]}]})]])
+    scripted_engine(
+        turns=[
+            [
+                (
+                    "record_observations",
+                    {
+                        "observations": [
+                            {
+                                "timestamp": "2026-03-02 09:15",
+                                "content": "x happened",
+                                "relevance": "low",
+                                "sourceEntryIds": ["m1"],
+                            }
+                        ]
+                    },
+                )
+            ]
+        ]
+    )
     with pytest.raises(RuntimeError):
         run_pipeline(memory, make_interaction(memory))
     run = PipelineRun.objects.get()
@@ -188,12 +299,28 @@ def test_a_reflection_stays_approvable_after_its_observations_are_pruned(memory,
     memory.save()
     a = make_lesson(memory, "Deploy on Friday went fine.", relevance="low")
     b = make_lesson(memory, "Another Friday deploy went fine.", relevance="low")
-    scripted_engine(turns=[
-        [("record_reflections", {"reflections": [
-            {"content": "Friday deploys are routine.", "supportingObservationIds": [str(a.pk), str(b.pk)]}]})],
-        "Done.", "Done.",
-        [("drop_observations", {"ids": [str(a.pk)]})], "Done.", "Done.",
-    ])
+    scripted_engine(
+        turns=[
+            [
+                (
+                    "record_reflections",
+                    {
+                        "reflections": [
+                            {
+                                "content": "Friday deploys are routine.",
+                                "supportingObservationIds": [str(a.pk), str(b.pk)],
+                            }
+                        ]
+                    },
+                )
+            ],
+            "Done.",
+            "Done.",
+            [("drop_observations", {"ids": [str(a.pk)]})],
+            "Done.",
+            "Done.",
+        ]
+    )
     run = run_pipeline(memory)
     run.refresh_from_db()
     actor = services.Actor.for_user(approver)

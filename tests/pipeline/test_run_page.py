@@ -11,25 +11,52 @@ from tests.pipeline.helpers import make_interaction, run_pipeline
 pytestmark = pytest.mark.django_db
 
 TRANSCRIPT = [
-    {"id": "m1", "role": "user", "at": "2026-03-02 09:15",
-     "text": "The retry loop in src/queue/worker.py#L40-L52 swallows TimeoutError, please fix it."},
-    {"id": "m2", "role": "assistant", "at": "2026-03-02 09:17",
-     "text": "Fixed the retry loop so TimeoutError reaches the caller; see tests/test_worker.py#L12."},
+    {
+        "id": "m1",
+        "role": "user",
+        "at": "2026-03-02 09:15",
+        "text": "The retry loop in src/queue/worker.py#L40-L52 swallows TimeoutError, please fix it.",
+    },
+    {
+        "id": "m2",
+        "role": "assistant",
+        "at": "2026-03-02 09:17",
+        "text": "Fixed the retry loop so TimeoutError reaches the caller; see tests/test_worker.py#L12.",
+    },
     {"id": "m3", "role": "user", "at": "2026-03-02 09:20", "text": "Never retry a payment capture automatically."},
 ]
 
 
 def test_observations_lose_speaker_prefixes_and_get_the_refs_the_transcript_names(memory, scripted_engine):
     interaction = make_interaction(memory, TRANSCRIPT)
-    scripted_engine(turns=[
-        [("record_observations", {"observations": [
-            {"timestamp": "2026-03-02 09:15", "content": "User: the retry loop swallows TimeoutError.",
-             "relevance": "high", "sourceEntryIds": ["m1"]},
-            {"timestamp": "2026-03-02 09:17", "content": "Assistant: fixed it, TimeoutError now reaches the caller.",
-             "relevance": "medium", "sourceEntryIds": ["m2", "m1"]},
-        ]})],
-        "Covered.", "Done.", "Done.",
-    ])
+    scripted_engine(
+        turns=[
+            [
+                (
+                    "record_observations",
+                    {
+                        "observations": [
+                            {
+                                "timestamp": "2026-03-02 09:15",
+                                "content": "User: the retry loop swallows TimeoutError.",
+                                "relevance": "high",
+                                "sourceEntryIds": ["m1"],
+                            },
+                            {
+                                "timestamp": "2026-03-02 09:17",
+                                "content": "Assistant: fixed it, TimeoutError now reaches the caller.",
+                                "relevance": "medium",
+                                "sourceEntryIds": ["m2", "m1"],
+                            },
+                        ]
+                    },
+                )
+            ],
+            "Covered.",
+            "Done.",
+            "Done.",
+        ]
+    )
     run = run_pipeline(memory, interaction)
     assert run.status == "completed", run.error
     first = Lesson.objects.get(memory=memory, text="The retry loop swallows TimeoutError.")
@@ -39,9 +66,18 @@ def test_observations_lose_speaker_prefixes_and_get_the_refs_the_transcript_name
 
 
 def test_finished_run_lists_what_it_created_and_says_the_pruner_was_skipped(client_for, viewer, memory):
-    interaction = make_interaction(memory, TRANSCRIPT + [
-        {"id": "m4", "role": "user", "at": "2026-03-02 09:30",
-         "text": "The retry loop in the queue worker must surface TimeoutError to callers."}])
+    interaction = make_interaction(
+        memory,
+        TRANSCRIPT
+        + [
+            {
+                "id": "m4",
+                "role": "user",
+                "at": "2026-03-02 09:30",
+                "text": "The retry loop in the queue worker must surface TimeoutError to callers.",
+            }
+        ],
+    )
     run = run_pipeline(memory, interaction)  # offline engine; working memory stays far under its budget
     run.refresh_from_db()
     assert run.status == "completed", run.error
@@ -62,8 +98,14 @@ def test_finished_run_lists_what_it_created_and_says_the_pruner_was_skipped(clie
 
 
 def test_a_pruner_that_ran_is_done_not_skipped(client_for, viewer, memory):
-    run = PipelineRun.objects.create(memory=memory, status="completed", phase="pruner", pass_no=1, max_passes=2,
-                                     completed_phases=["observer", "reflector", "pruner"])
+    run = PipelineRun.objects.create(
+        memory=memory,
+        status="completed",
+        phase="pruner",
+        pass_no=1,
+        max_passes=2,
+        completed_phases=["observer", "reflector", "pruner"],
+    )
     html = client_for(viewer).get(reverse("pipeline:run", args=[run.pk])).content.decode()
     assert 'data-phase="pruner" data-state="done"' in html and "Pruner skipped" not in html
 

@@ -19,13 +19,43 @@ def test_pipeline_through_the_sdk(provider, llm_server, llm_settings, memory):
     b = make_lesson(memory, "Queue worker restarts were done by hand on Tuesday.", relevance="medium")
     c = make_lesson(memory, "Never restart the queue worker during the nightly load.", relevance="critical")
     interaction = make_interaction(memory)
-    fake.tool_calls([("record_observations", {"observations": [
-        {"timestamp": "2026-03-02 09:15", "content": "User decided to use Postgres advisory locks for the queue.",
-         "relevance": "high", "sourceEntryIds": ["m1"]},
-        {"timestamp": "2026-03-02 09:15", "content": "Made-up source.", "relevance": "low", "sourceEntryIds": ["x"]},
-    ]})]).text("Covered.")
-    fake.tool_calls([("record_reflections", {"reflections": [
-        {"content": "Queue worker restarts are manual today.", "supportingObservationIds": [str(a.pk), str(b.pk)]}]})]
+    fake.tool_calls(
+        [
+            (
+                "record_observations",
+                {
+                    "observations": [
+                        {
+                            "timestamp": "2026-03-02 09:15",
+                            "content": "User decided to use Postgres advisory locks for the queue.",
+                            "relevance": "high",
+                            "sourceEntryIds": ["m1"],
+                        },
+                        {
+                            "timestamp": "2026-03-02 09:15",
+                            "content": "Made-up source.",
+                            "relevance": "low",
+                            "sourceEntryIds": ["x"],
+                        },
+                    ]
+                },
+            )
+        ]
+    ).text("Covered.")
+    fake.tool_calls(
+        [
+            (
+                "record_reflections",
+                {
+                    "reflections": [
+                        {
+                            "content": "Queue worker restarts are manual today.",
+                            "supportingObservationIds": [str(a.pk), str(b.pk)],
+                        }
+                    ]
+                },
+            )
+        ]
     ).text("Done.")
     fake.text("Nothing more.")  # reflector pass 2
     fake.tool_calls([("drop_observations", {"ids": [str(a.pk), str(c.pk)]})]).text("Dropped what is safe.")

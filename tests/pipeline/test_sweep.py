@@ -15,7 +15,8 @@ pytestmark = pytest.mark.django_db
 
 def _running(memory, seconds_ago):
     return PipelineRun.objects.create(
-        memory=memory, status=PipelineRun.Status.RUNNING,
+        memory=memory,
+        status=PipelineRun.Status.RUNNING,
         heartbeat_at=timezone.now() - timedelta(seconds=seconds_ago),
     )
 

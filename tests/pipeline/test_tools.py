@@ -16,8 +16,11 @@ def obs(content, ids, relevance="medium", timestamp="2026-03-02 09:15"):
 
 def test_observer_rejects_ids_not_in_the_chunk_and_skips_duplicates():
     recorded = []
-    tool = ObserverTool(allowed_ids=["a", "b"], known_hashes={content_hash("Already known fact.")},
-                        on_record=lambda *args: recorded.append(args))
+    tool = ObserverTool(
+        allowed_ids=["a", "b"],
+        known_hashes={content_hash("Already known fact.")},
+        on_record=lambda *args: recorded.append(args),
+    )
     result = observe(
         tool,
         obs("User chose Lucia for auth.", ["b", "a", "a"]),
@@ -57,17 +60,27 @@ def test_observer_answers_a_malformed_call_with_an_error():
 def test_reflector_merges_exact_repeats_and_rejects_unknown_ids():
     new, merged = [], []
     tool = ReflectorTool(
-        observation_ids=[1, 2, 3], existing={content_hash("Queue uses advisory locks."): "cand-7"},
+        observation_ids=[1, 2, 3],
+        existing={content_hash("Queue uses advisory locks."): "cand-7"},
         on_new=lambda content, ids: new.append((content, ids)) or f"new-{len(new)}",
-        on_merge=lambda key, ids: merged.append((key, ids)) or True, min_support=2,
+        on_merge=lambda key, ids: merged.append((key, ids)) or True,
+        min_support=2,
     )
-    result = tool(ToolCall("c", "record_reflections", {"reflections": [
-        {"content": "Queue uses advisory locks.", "supportingObservationIds": ["3"]},
-        {"content": "Team never pushes to main.", "supportingObservationIds": ["1", "2"]},
-        {"content": "Made up support.", "supportingObservationIds": ["1", "99"]},
-        {"content": "Single support in pass one.", "supportingObservationIds": ["2"]},
-        {"content": "Team never pushes to main.", "supportingObservationIds": ["3"]},
-    ]}))
+    result = tool(
+        ToolCall(
+            "c",
+            "record_reflections",
+            {
+                "reflections": [
+                    {"content": "Queue uses advisory locks.", "supportingObservationIds": ["3"]},
+                    {"content": "Team never pushes to main.", "supportingObservationIds": ["1", "2"]},
+                    {"content": "Made up support.", "supportingObservationIds": ["1", "99"]},
+                    {"content": "Single support in pass one.", "supportingObservationIds": ["2"]},
+                    {"content": "Team never pushes to main.", "supportingObservationIds": ["3"]},
+                ]
+            },
+        )
+    )
     assert new == [("Team never pushes to main.", [1, 2])]
     assert merged == [("cand-7", [3]), ("new-1", [3])]
     assert (tool.added, tool.merged, tool.rejected) == (1, 2, 2)
@@ -80,8 +93,11 @@ def test_pruner_never_drops_critical_or_protected_and_only_drops(memory):
     critical = make_lesson(memory, "Never push to main.", relevance="critical")
     protected = make_lesson(memory, "Keep this one.", protected=True)
     tool = PrunerTool(pool=[low, critical, protected], cost=lambda l: 10)
-    result = tool(ToolCall("c", "drop_observations", {"ids": [str(critical.pk), str(low.pk), "999", str(protected.pk),
-                                                               str(low.pk)]}))
+    result = tool(
+        ToolCall(
+            "c", "drop_observations", {"ids": [str(critical.pk), str(low.pk), "999", str(protected.pk), str(low.pk)]}
+        )
+    )
     assert tool.dropped == [low.pk]
     assert f"{critical.pk}: critical observations are never dropped" in result.content
     assert "999: not in the pool" in result.content and f"{protected.pk}: protected" in result.content

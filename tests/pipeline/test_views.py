@@ -23,20 +23,26 @@ def test_viewer_sees_runs_but_cannot_start(client_for, viewer, memory):
 def test_approver_starts_a_run_from_an_interaction(client_for, approver, memory, django_capture_on_commit_callbacks):
     interaction = make_interaction(memory)
     with django_capture_on_commit_callbacks(execute=True):
-        response = client_for(approver).post(reverse("pipeline:run-start", args=[memory.pk]),
-                                             {"interaction": interaction.pk})
+        response = client_for(approver).post(
+            reverse("pipeline:run-start", args=[memory.pk]), {"interaction": interaction.pk}
+        )
     run = PipelineRun.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("pipeline:run", args=[run.pk])
     run.refresh_from_db()  # eager task: the run already finished
     assert run.status == "completed" and run.observations_added == 3
 
 
-def test_approver_starts_a_run_from_a_pasted_transcript(client_for, approver, memory,
-                                                        django_capture_on_commit_callbacks):
+def test_approver_starts_a_run_from_a_pasted_transcript(
+    client_for, approver, memory, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
-        client_for(approver).post(reverse("pipeline:run-start", args=[memory.pk]), {
-            "transcript": "[a1] user @ 2026-03-02 10:00: We decided to keep retries at three attempts.\n"
-                          "assistant: Changed the retry count in src/http/client.py to three attempts."})
+        client_for(approver).post(
+            reverse("pipeline:run-start", args=[memory.pk]),
+            {
+                "transcript": "[a1] user @ 2026-03-02 10:00: We decided to keep retries at three attempts.\n"
+                "assistant: Changed the retry count in src/http/client.py to three attempts."
+            },
+        )
     interaction = Interaction.objects.get(memory=memory)
     assert [e["id"] for e in interaction.transcript] == ["a1", "e2"]
     run = PipelineRun.objects.get()
@@ -47,16 +53,25 @@ def test_an_interaction_of_another_memory_is_refused(client_for, approver, memor
     from tests.factories import MemoryFactory
 
     other = make_interaction(MemoryFactory())
-    response = client_for(approver).post(reverse("pipeline:run-start", args=[memory.pk]), {"interaction": other.pk},
-                                         follow=True)
+    response = client_for(approver).post(
+        reverse("pipeline:run-start", args=[memory.pk]), {"interaction": other.pk}, follow=True
+    )
     assert b"does not belong to this memory" in response.content
     assert not PipelineRun.objects.exists()
 
 
 def test_progress_polls_while_running_and_stops_when_done(client_for, viewer, memory):
     make_lesson(memory, "Deploys go out on Fridays.", relevance="high")
-    run = PipelineRun.objects.create(memory=memory, phase="reflector", completed_phases=["observer"], pass_no=1,
-                                     max_passes=2, tool_calls=3, reflections_added=2, starting_reflections=1)
+    run = PipelineRun.objects.create(
+        memory=memory,
+        phase="reflector",
+        completed_phases=["observer"],
+        pass_no=1,
+        max_passes=2,
+        tool_calls=3,
+        reflections_added=2,
+        starting_reflections=1,
+    )
     client = client_for(viewer)
     page = client.get(reverse("pipeline:run", args=[run.pk]))
     html = page.content.decode()
@@ -64,7 +79,9 @@ def test_progress_polls_while_running_and_stops_when_done(client_for, viewer, me
     assert 'data-phase="observer" data-state="done"' in html and 'data-phase="reflector" data-state="current"' in html
     partial = client.get(reverse("pipeline:run", args=[run.pk]), HTTP_HX_REQUEST="true")
     assert partial.status_code == 200 and b"<html" not in partial.content
-    PipelineRun.objects.filter(pk=run.pk).update(status="completed", completed_phases=["observer", "reflector", "pruner"])
+    PipelineRun.objects.filter(pk=run.pk).update(
+        status="completed", completed_phases=["observer", "reflector", "pruner"]
+    )
     done = client.get(reverse("pipeline:run", args=[run.pk]), HTTP_HX_REQUEST="true")
     assert done.status_code == 286 and b"hx-trigger" not in done.content
     assert b'data-phase="pruner" data-state="done"' in done.content
@@ -89,6 +106,7 @@ def test_query_count_does_not_grow_with_data(client_for, viewer, memory, django_
     client.get(url())
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
+
     with CaptureQueriesContext(connection) as few:
         client.get(url())
     for n in range(5):
@@ -98,8 +116,9 @@ def test_query_count_does_not_grow_with_data(client_for, viewer, memory, django_
         assert client.get(url()).status_code == 200
 
 
-def test_page_size_bounds_the_runs_and_the_memory_picker(client_for, approver, memory, monkeypatch,
-                                                         django_assert_num_queries):
+def test_page_size_bounds_the_runs_and_the_memory_picker(
+    client_for, approver, memory, monkeypatch, django_assert_num_queries
+):
     from memory.pipeline import views
     from tests.factories import MemoryFactory
 
@@ -115,7 +134,7 @@ def test_page_size_bounds_the_runs_and_the_memory_picker(client_for, approver, m
     with django_assert_num_queries(11):
         body = client.get(reverse("pipeline:runs")).content.decode()
     assert body.count('href="/pipeline/runs/') == 3 and "Page 1 of 2 · 5 items" in body
-    assert body.count("<option value=\"") - body.count('name="persona"') >= 2
+    assert body.count('<option value="') - body.count('name="persona"') >= 2
     assert "choose a persona or project below to narrow the list" in body
     narrowed = client.get(reverse("pipeline:runs"), {"persona": others[0].persona_id}).content.decode()
     assert narrowed.count('href="/pipeline/runs/') == 1 and "narrow the list" not in narrowed

@@ -7,8 +7,10 @@ from tests.factories import make_lesson
 
 THEME = [
     ("Webhook handlers must verify the Stripe signature before parsing the payload", "src/billing/webhooks.py#L10-L30"),
-    ("Verify the Stripe webhook signature first; parsing the payload before verification accepted forged events",
-     "src/billing/webhooks.py#L12"),
+    (
+        "Verify the Stripe webhook signature first; parsing the payload before verification accepted forged events",
+        "src/billing/webhooks.py#L12",
+    ),
     ("Stripe webhook payload parsing happens only after signature verification", "src/billing/webhooks.py"),
 ]
 
@@ -32,8 +34,7 @@ def themed(memory):
 
     def make(n=3, start=1):
         return [
-            make_lesson(memory, text, refs=ref, day=date(2026, 1, start + i))
-            for i, (text, ref) in enumerate(THEME[:n])
+            make_lesson(memory, text, refs=ref, day=date(2026, 1, start + i)) for i, (text, ref) in enumerate(THEME[:n])
         ]
 
     return make
@@ -79,8 +80,17 @@ def model_candidate(memory, llm_settings, llm_server):
     memory.persona.provider = "openai"
     memory.persona.save()
     lessons = [make_lesson(memory, text, day=day) for text, day in RETRY_LESSONS]
-    llm_server.openai.tool_calls([grouping({"ids": lessons, "summary": "Retries need jitter",
-                                            "reason": "<b>All three</b> trace back to retries in lockstep"})])
+    llm_server.openai.tool_calls(
+        [
+            grouping(
+                {
+                    "ids": lessons,
+                    "summary": "Retries need jitter",
+                    "reason": "<b>All three</b> trace back to retries in lockstep",
+                }
+            )
+        ]
+    )
     llm_server.openai.tool_calls([verdict(lessons)])
     llm_server.openai.text("[PATTERN] Retries use randomised backoff so workers never hit the API in lockstep")
     (candidate,) = promotion_detect(memory=memory).created

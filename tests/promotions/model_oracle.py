@@ -50,8 +50,16 @@ class ThemeOracle:
             themes = Counter(self.themes.get(i) for i in ids if self.themes.get(i))
             main = themes.most_common(1)[0][0] if themes else None
             keep = [i for i in ids if main and self.themes.get(i) == main]
-            return [("verify_group", {"same_lesson": keep, "deserves_core": True,
-                                      "reason": f"They all say: {main}." if main else "No two agree."})]
+            return [
+                (
+                    "verify_group",
+                    {
+                        "same_lesson": keep,
+                        "deserves_core": True,
+                        "reason": f"They all say: {main}." if main else "No two agree.",
+                    },
+                )
+            ]
         return "[PATTERN] The lesson these restatements share"
 
     def groups(self, prompt, ids):

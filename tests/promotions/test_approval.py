@@ -48,8 +48,10 @@ def test_approve_creates_one_core_lesson_and_retires_the_working_ones(memory, ca
 
 def test_edit_then_approve_uses_the_edited_wording(memory, candidate, approver):
     result = promotion_approve(
-        candidate=candidate, actor=services.Actor.for_user(approver),
-        text="Verify Stripe webhook signatures before parsing any payload", category="DECISION",
+        candidate=candidate,
+        actor=services.Actor.for_user(approver),
+        text="Verify Stripe webhook signatures before parsing any payload",
+        category="DECISION",
         refs="src/billing/webhooks.py#L10-L30",
     )
     assert result.core_lesson.text == "Verify Stripe webhook signatures before parsing any payload"
@@ -128,7 +130,11 @@ def test_agents_and_jobs_cannot_approve_or_reject(memory, candidate, curator):
 def test_reject_records_who_and_why_and_keeps_the_lessons(memory, candidate, approver):
     promotion_reject(candidate=candidate, actor=services.Actor.for_user(approver), reason="Already in the runbook")
     candidate.refresh_from_db()
-    assert (candidate.status, candidate.decided_by, candidate.reason) == ("rejected", approver, "Already in the runbook")
+    assert (candidate.status, candidate.decided_by, candidate.reason) == (
+        "rejected",
+        approver,
+        "Already in the runbook",
+    )
     assert candidate.decided_at is not None
     assert all(lesson.status == "active" for lesson in candidate.supporting.all())
     with pytest.raises(AlreadyDecided, match="already rejected by approver"):
@@ -161,6 +167,10 @@ def test_reverted_group_comes_back_with_a_new_confirming_lesson(memory, candidat
     promotion_approve(candidate=candidate, actor=services.Actor.for_user(approver))
     candidate.refresh_from_db()
     services.batch_revert(batch=candidate.batch, actor=services.Actor.for_user(approver))
-    make_lesson(memory, "Stripe webhook payload is parsed only after its signature is verified",
-                refs="src/billing/webhooks.py", day=date(2026, 3, 3))
+    make_lesson(
+        memory,
+        "Stripe webhook payload is parsed only after its signature is verified",
+        refs="src/billing/webhooks.py",
+        day=date(2026, 3, 3),
+    )
     assert len(promotion_detect(memory=memory).created) == 1

@@ -56,22 +56,27 @@ def test_bulk_approval_gives_each_candidate_its_own_revertible_batch(django_user
 def test_bulk_rejection_keeps_one_reason_with_each_and_makes_no_batch(django_user_model):
     lead = _approver(django_user_model, "lead")
     cands = _pending(3)
-    outcome = promotion_bulk_decide(candidate_ids=[c.pk for c in cands], actor=_actor(lead), action="reject",
-                                    reason="Noise from the flaky CI week")
+    outcome = promotion_bulk_decide(
+        candidate_ids=[c.pk for c in cands], actor=_actor(lead), action="reject", reason="Noise from the flaky CI week"
+    )
     assert outcome.decided == [c.pk for c in cands]
     assert set(PromotionCandidate.objects.values_list("status", "reason", "bulk__action")) == {
-        ("rejected", "Noise from the flaky CI week", "reject")}
+        ("rejected", "Noise from the flaky CI week", "reject")
+    }
     assert not ChangeBatch.objects.filter(kind="promotion").exists()
     assert Lesson.objects.filter(tier="working", status="active").count() == 9
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("kwargs, message", [
-    ({"action": "reject", "reason": "  "}, "Say why"),
-    ({"action": "delete"}, "Choose approve or reject"),
-    ({"action": "approve", "candidate_ids": []}, "Select at least one candidate"),
-    ({"action": "reject", "reason": "bad\x00reason"}, "reason"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"action": "reject", "reason": "  "}, "Say why"),
+        ({"action": "delete"}, "Choose approve or reject"),
+        ({"action": "approve", "candidate_ids": []}, "Select at least one candidate"),
+        ({"action": "reject", "reason": "bad\x00reason"}, "reason"),
+    ],
+)
 def test_a_bad_request_changes_nothing(django_user_model, kwargs, message):
     lead = _approver(django_user_model, "lead")
     (candidate,) = _pending(1)
@@ -89,8 +94,9 @@ def test_the_report_names_who_decided_first_and_what_changed(django_user_model):
     promotion_approve(candidate=done, actor=_actor(other))
     lesson = changed.supporting.first()
     services.lesson_update(lesson=lesson, actor=_actor(other), text=lesson.text + " (edited)")
-    outcome = promotion_bulk_decide(candidate_ids=[done.pk, changed.pk, fine.pk, 999999], actor=_actor(lead),
-                                    action="approve")
+    outcome = promotion_bulk_decide(
+        candidate_ids=[done.pk, changed.pk, fine.pk, 999999], actor=_actor(lead), action="approve"
+    )
     assert outcome.decided == [fine.pk]
     assert [(i["id"], i["status"], i["by"]) for i in outcome.already] == [(done.pk, "approved", "other")]
     assert [i["id"] for i in outcome.changed] == [changed.pk]
@@ -127,8 +133,9 @@ def test_two_leads_deciding_overlapping_selections_at_once(django_user_model, ac
     def decide(name, action):
         try:
             barrier.wait(timeout=10)
-            outcomes[name] = promotion_bulk_decide(candidate_ids=selections[name], actor=_actor(users[name]),
-                                                   action=action, reason=f"{name} says no")
+            outcomes[name] = promotion_bulk_decide(
+                candidate_ids=selections[name], actor=_actor(users[name]), action=action, reason=f"{name} says no"
+            )
         except Exception as exc:  # surfaced by the assertion below
             errors[name] = repr(exc)
         finally:
@@ -148,7 +155,10 @@ def test_two_leads_deciding_overlapping_selections_at_once(django_user_model, ac
             assert pk not in decided_by, f"#{pk} decided twice"
             decided_by[pk] = name
     assert sorted(decided_by) == sorted(cands)
-    rows = {pk: (status, who) for pk, status, who in PromotionCandidate.objects.values_list("pk", "status", "decided_by_label")}
+    rows = {
+        pk: (status, who)
+        for pk, status, who in PromotionCandidate.objects.values_list("pk", "status", "decided_by_label")
+    }
     for pk, name in decided_by.items():
         assert rows[pk][1] == name
         assert rows[pk][0] == ("approved" if actions[("alice", "bob").index(name)] == "approve" else "rejected")

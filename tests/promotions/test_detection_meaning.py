@@ -38,7 +38,8 @@ def test_chained_lessons_do_not_join_the_two_ends():
     b = "Tenant report cache keys include the tenant id; the eviction job flushes stale report pages nightly"
     c = "Eviction job flushes stale pages nightly"
     texts = [(a, date(2026, 1, 1)), (b, date(2026, 1, 2)), (c, date(2026, 1, 3))] + [
-        (t, date(2025, 12, 1)) for t in OTHER_LESSONS]
+        (t, date(2025, 12, 1)) for t in OTHER_LESSONS
+    ]
     facts = _facts(texts)
     sim = detection.Similarity(sorted(facts, key=lambda f: f.id))
     assert sim(0, 1) >= sim.threshold and sim(1, 2) >= sim.threshold
@@ -49,11 +50,13 @@ def test_chained_lessons_do_not_join_the_two_ends():
 
 def test_a_shared_file_without_similar_text_groups_nothing(memory):
     _others(memory)
-    for i, text in enumerate([
-        "Rate limiter uses a sliding window of sixty seconds",
-        "Logging of request bodies is disabled for privacy",
-        "The health endpoint skips authentication",
-    ]):
+    for i, text in enumerate(
+        [
+            "Rate limiter uses a sliding window of sixty seconds",
+            "Logging of request bodies is disabled for privacy",
+            "The health endpoint skips authentication",
+        ]
+    ):
         make_lesson(memory, text, refs="src/api/middleware.py#L10", day=date(2026, 2, 1 + i))
     assert promotion_detect(memory=memory).created == []
 
@@ -83,31 +86,46 @@ def test_paraphrases_meet_through_stemming_in_their_language(memory, language):
 
 def test_a_decoys_date_does_not_count_for_a_lesson_seen_on_two_dates(memory):
     _others(memory)
-    make_lesson(memory, "The refund endpoint returns 403 unless the token has the refunds:write scope",
-                refs="src/api/refunds.py#L12", day=date(2026, 5, 1))
-    make_lesson(memory, "Refunds need a token with the refunds:write scope; read-only tokens get 403",
-                refs="src/api/refunds.py", day=date(2026, 5, 9))
-    make_lesson(memory, "Refund listings paginate with a cursor; the old page parameter is ignored",
-                refs="src/api/refunds.py#L40", day=date(2026, 5, 20))
+    make_lesson(
+        memory,
+        "The refund endpoint returns 403 unless the token has the refunds:write scope",
+        refs="src/api/refunds.py#L12",
+        day=date(2026, 5, 1),
+    )
+    make_lesson(
+        memory,
+        "Refunds need a token with the refunds:write scope; read-only tokens get 403",
+        refs="src/api/refunds.py",
+        day=date(2026, 5, 9),
+    )
+    make_lesson(
+        memory,
+        "Refund listings paginate with a cursor; the old page parameter is ignored",
+        refs="src/api/refunds.py#L40",
+        day=date(2026, 5, 20),
+    )
     assert promotion_detect(memory=memory).created == []
 
 
 def test_a_candidate_counts_only_its_members_dates(memory):
     _others(memory)
-    make_lesson(memory, "Snapshot tests break on every copy change and nobody reviews their diffs",
-                day=date(2026, 6, 1))
-    make_lesson(memory, "Snapshot test diffs are approved without review whenever copy changes",
-                day=date(2026, 6, 1))
-    make_lesson(memory, "Copy changes break snapshot tests and reviewers approve the diffs unread",
-                day=date(2026, 6, 1))
+    make_lesson(
+        memory, "Snapshot tests break on every copy change and nobody reviews their diffs", day=date(2026, 6, 1)
+    )
+    make_lesson(memory, "Snapshot test diffs are approved without review whenever copy changes", day=date(2026, 6, 1))
+    make_lesson(
+        memory, "Copy changes break snapshot tests and reviewers approve the diffs unread", day=date(2026, 6, 1)
+    )
     make_lesson(memory, "Dark mode colours come from the design tokens package", day=date(2026, 6, 2))
     make_lesson(memory, "Design tokens are published on every merge to main", day=date(2026, 6, 3))
     assert promotion_detect(memory=memory).created == []
 
 
 def test_a_big_cluster_yields_groups_of_at_most_twelve():
-    texts = [(f"Webhook signature is verified before the payload is parsed, run {i}", date(2026, 1, 1 + i))
-             for i in range(30)]
+    texts = [
+        (f"Webhook signature is verified before the payload is parsed, run {i}", date(2026, 1, 1 + i))
+        for i in range(30)
+    ]
     groups = detection.detect(_facts(texts), min_dates=3)
     assert groups and max(len(g.lesson_ids) for g in groups) <= detection.MAX_MEMBERS
     assert all(g.distinct_dates >= 3 for g in groups)
@@ -115,16 +133,27 @@ def test_a_big_cluster_yields_groups_of_at_most_twelve():
 
 def test_old_detector_candidates_are_re_evaluated_once(memory, approver):
     _others(memory)
-    lessons = [make_lesson(memory, text, refs="src/app.py", day=date(2026, 7, 1 + i)) for i, text in enumerate([
-        "Grafana alert thresholds are kept in ops/alerts.yml",
-        "Use UTC everywhere in the scheduler",
-        "The mobile app pins its TLS certificate",
-    ])]
+    lessons = [
+        make_lesson(memory, text, refs="src/app.py", day=date(2026, 7, 1 + i))
+        for i, text in enumerate(
+            [
+                "Grafana alert thresholds are kept in ops/alerts.yml",
+                "Use UTC everywhere in the scheduler",
+                "The mobile app pins its TLS certificate",
+            ]
+        )
+    ]
+
     # What the first detector made: three unrelated lessons chained through a shared file.
     def old(status, ids):
         c = PromotionCandidate.objects.create(
-            memory=memory, text=lessons[0].text, category="PATTERN", engine="offline", status=status,
-            evidence={"lessons": ids, "confirmations": []}, fingerprint="x",
+            memory=memory,
+            text=lessons[0].text,
+            category="PATTERN",
+            engine="offline",
+            status=status,
+            evidence={"lessons": ids, "confirmations": []},
+            fingerprint="x",
             supporting_state={str(l.pk): {"hash": l.content_hash} for l in lessons if l.pk in ids},
         )
         c.supporting.set([l for l in lessons if l.pk in ids])
@@ -169,15 +198,20 @@ def test_the_redetect_command_re_evaluates_old_candidates_once(memory, themed):
 
 
 LOCK_ORDER = [
-    ("Two transfers between the same accounts deadlocked: post_transfer() locks the source row, then the destination",
-     date(2026, 1, 14)),
-    ("Lock both account rows in ascending id order in post_transfer(), whichever is source or destination",
-     date(2026, 2, 4)),
-    ("Deadlock again on account rows during month-end transfers; the lock order still followed source then destination",
-     date(2026, 2, 19)),
+    (
+        "Two transfers between the same accounts deadlocked: post_transfer() locks the source row, then the destination",
+        date(2026, 1, 14),
+    ),
+    (
+        "Lock both account rows in ascending id order in post_transfer(), whichever is source or destination",
+        date(2026, 2, 4),
+    ),
+    (
+        "Deadlock again on account rows during month-end transfers; the lock order still followed source then destination",
+        date(2026, 2, 19),
+    ),
 ]
-LOOK_ALIKE = ("post_transfer() refuses a transfer out of a frozen source account and answers 409",
-              date(2026, 1, 30))
+LOOK_ALIKE = ("post_transfer() refuses a transfer out of a frozen source account and answers 409", date(2026, 1, 30))
 LEDGER_PATH = "src/ledger/transfers.py"
 
 
@@ -229,8 +263,9 @@ def test_a_files_subject_words_count_less_between_lessons_citing_it():
         ("Refund endpoint logs every token it rejects", date(2026, 5, 20)),
     ] + [(t, date(2025, 12, 1)) for t in OTHER_LESSONS]
     plain = detection.Similarity(_facts(texts))
-    cited = detection.Similarity(_facts(texts, {1: ["src/api/refunds.py"], 2: ["src/api/refunds.py"],
-                                                3: ["src/api/refunds.py"]}))
+    cited = detection.Similarity(
+        _facts(texts, {1: ["src/api/refunds.py"], 2: ["src/api/refunds.py"], 3: ["src/api/refunds.py"]})
+    )
     # "refund", "endpoint" and "token" are in all three lessons citing refunds.py: they name the file's
     # subject. Clustering still sees them in full; telling a look-alike from a restatement does not.
     assert cited(0, 1) == plain(0, 1)
@@ -240,10 +275,15 @@ def test_a_files_subject_words_count_less_between_lessons_citing_it():
 
 def test_a_small_memory_keeps_a_restatement_worded_further_off(memory):
     # Three lessons and nothing else: too few for word weights to tell a look-alike, so none is trimmed.
-    lessons = [make_lesson(memory, text, refs="src/webhooks.py#L10", day=date(2026, 1, 1 + i)) for i, text in enumerate([
-        "Verify the webhook signature before parsing the payload",
-        "Webhook payload parsing happens after signature verification",
-        "Verify webhook signatures first; parsing before it accepted forged events",
-    ])]
+    lessons = [
+        make_lesson(memory, text, refs="src/webhooks.py#L10", day=date(2026, 1, 1 + i))
+        for i, text in enumerate(
+            [
+                "Verify the webhook signature before parsing the payload",
+                "Webhook payload parsing happens after signature verification",
+                "Verify webhook signatures first; parsing before it accepted forged events",
+            ]
+        )
+    ]
     (candidate,) = promotion_detect(memory=memory).created
     assert set(candidate.supporting.all()) == set(lessons)

@@ -17,20 +17,37 @@ def _corpus(tmp_path, memories):
 
 
 def _lesson(key, day, theme, text="x"):
-    return evaluation.CorpusLesson(id=key, key=str(key), text=text, day=date(2026, 1, day), category="", refs=[],
-                                   theme=theme)
+    return evaluation.CorpusLesson(
+        id=key, key=str(key), text=text, day=date(2026, 1, day), category="", refs=[], theme=theme
+    )
 
 
 def test_the_measures_follow_their_definitions():
-    memory = evaluation.CorpusMemory(name="m", threshold=3, holdout=False, lessons=[
-        _lesson(1, 1, "a"), _lesson(2, 2, "a"), _lesson(3, 3, "a"),  # recurring
-        _lesson(4, 1, "b"), _lesson(5, 2, "b"), _lesson(6, 3, "b"),  # recurring
-        _lesson(7, 4, None),  # a decoy
-        _lesson(8, 5, "c"), _lesson(9, 5, "c"), _lesson(10, 5, "c"),  # one day only: not recurring
-    ])
+    memory = evaluation.CorpusMemory(
+        name="m",
+        threshold=3,
+        holdout=False,
+        lessons=[
+            _lesson(1, 1, "a"),
+            _lesson(2, 2, "a"),
+            _lesson(3, 3, "a"),  # recurring
+            _lesson(4, 1, "b"),
+            _lesson(5, 2, "b"),
+            _lesson(6, 3, "b"),  # recurring
+            _lesson(7, 4, None),  # a decoy
+            _lesson(8, 5, "c"),
+            _lesson(9, 5, "c"),
+            _lesson(10, 5, "c"),  # one day only: not recurring
+        ],
+    )
     scores = evaluation.score(memory, [[1, 2, 3], [4, 5, 7]])
-    assert scores.as_dict() == {"candidates": 2, "candidate_precision": 0.5, "theme_recall": 0.5,
-                                "pair_precision": 0.667, "pair_recall": 0.667}
+    assert scores.as_dict() == {
+        "candidates": 2,
+        "candidate_precision": 0.5,
+        "theme_recall": 0.5,
+        "pair_precision": 0.667,
+        "pair_recall": 0.667,
+    }
 
 
 def test_both_shipped_corpora_are_scored_per_memory_and_held_out_apart():
@@ -55,23 +72,53 @@ def test_the_word_rule_meets_its_targets_on_the_restatement_corpus():
 
 
 def test_show_lists_the_candidates_by_lesson_id(tmp_path):
-    path = _corpus(tmp_path, [{"name": "tiny", "lessons": [
-        {"id": f"t{i}", "date": f"2026-01-0{i}", "theme": "same",
-         "text": "Feature flags live in config/flags.yml and are read at boot"} for i in (1, 2, 3)]}])
+    path = _corpus(
+        tmp_path,
+        [
+            {
+                "name": "tiny",
+                "lessons": [
+                    {
+                        "id": f"t{i}",
+                        "date": f"2026-01-0{i}",
+                        "theme": "same",
+                        "text": "Feature flags live in config/flags.yml and are read at boot",
+                    }
+                    for i in (1, 2, 3)
+                ],
+            }
+        ],
+    )
     out = io.StringIO()
     call_command("eval_promotions", str(path), "--show", stdout=out)
     assert "t1, t2, t3" in out.getvalue()
     assert "tiny" in out.getvalue() and "1.00" in out.getvalue()
 
 
-@pytest.mark.parametrize("content, message", [
-    ("not json", "not valid JSON"),
-    (json.dumps({"memories": []}), 'non-empty "memories"'),
-    (json.dumps({"memories": [{"lessons": [{"date": "2026-01-01", "text": ""}]}]}), 'non-empty "text"'),
-    (json.dumps({"memories": [{"lessons": [{"date": "yesterday", "text": "a"}]}]}), "is not a date"),
-    (json.dumps({"memories": [{"lessons": [{"id": "a", "date": "2026-01-01", "text": "a"},
-                                            {"id": "a", "date": "2026-01-02", "text": "b"}]}]}), "used twice"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("not json", "not valid JSON"),
+        (json.dumps({"memories": []}), 'non-empty "memories"'),
+        (json.dumps({"memories": [{"lessons": [{"date": "2026-01-01", "text": ""}]}]}), 'non-empty "text"'),
+        (json.dumps({"memories": [{"lessons": [{"date": "yesterday", "text": "a"}]}]}), "is not a date"),
+        (
+            json.dumps(
+                {
+                    "memories": [
+                        {
+                            "lessons": [
+                                {"id": "a", "date": "2026-01-01", "text": "a"},
+                                {"id": "a", "date": "2026-01-02", "text": "b"},
+                            ]
+                        }
+                    ]
+                }
+            ),
+            "used twice",
+        ),
+    ],
+)
 def test_a_bad_corpus_is_a_clear_error(tmp_path, content, message):
     path = tmp_path / "bad.json"
     path.write_text(content, encoding="utf-8")
@@ -88,7 +135,7 @@ def test_pipeline_observations_are_scored_through_the_reflector_beside_detection
     out = io.StringIO()
     call_command("eval_promotions", stdout=out)
     text = out.getvalue()
-    reflector = text[text.index("observations.json"):]
+    reflector = text[text.index("observations.json") :]
     assert "engine: offline reflector (detection's grouping, no dates rule)" in reflector
     assert "checkout-service" in reflector and "mobile-app" in reflector
     assert text.index("restatements.json") < text.index("observations.json")  # reported beside detection's
@@ -110,17 +157,32 @@ def test_the_reflector_groups_observations_as_detection_does():
 
 
 def test_a_reflector_theme_needs_two_observations_not_three_dates():
-    memory = evaluation.CorpusMemory(name="m", threshold=3, holdout=False, proposed_by="reflector", lessons=[
-        _lesson(1, 1, "a"), _lesson(2, 1, "a"),  # one day, two observations: a reflection to find
-        _lesson(3, 2, "b"), _lesson(4, 3, None),
-    ])
+    memory = evaluation.CorpusMemory(
+        name="m",
+        threshold=3,
+        holdout=False,
+        proposed_by="reflector",
+        lessons=[
+            _lesson(1, 1, "a"),
+            _lesson(2, 1, "a"),  # one day, two observations: a reflection to find
+            _lesson(3, 2, "b"),
+            _lesson(4, 3, None),
+        ],
+    )
     scores = evaluation.score(memory, [[1, 2], [3, 4]])
-    assert scores.as_dict() == {"candidates": 2, "candidate_precision": 0.5, "theme_recall": 1.0,
-                                "pair_precision": 0.5, "pair_recall": 1.0}
+    assert scores.as_dict() == {
+        "candidates": 2,
+        "candidate_precision": 0.5,
+        "theme_recall": 1.0,
+        "pair_precision": 0.5,
+        "pair_recall": 1.0,
+    }
 
 
 def test_an_unknown_proposer_is_a_clear_error(tmp_path):
     path = _corpus(tmp_path, [{"lessons": [{"date": "2026-01-01", "text": "a"}]}])
-    path.write_text(json.dumps({"proposed_by": "oracle", "memories": [{"lessons": [{"date": "2026-01-01", "text": "a"}]}]}))
+    path.write_text(
+        json.dumps({"proposed_by": "oracle", "memories": [{"lessons": [{"date": "2026-01-01", "text": "a"}]}]})
+    )
     with pytest.raises(CommandError, match='"proposed_by" must be'):
         call_command("eval_promotions", str(path), stdout=io.StringIO())

@@ -25,7 +25,7 @@ def _loop_dots(vectors):
     n, dots = len(vectors), defaultdict(float)
     for entries in postings.values():
         for k, (i, wi) in enumerate(entries):
-            for j, wj in entries[k + 1:]:
+            for j, wj in entries[k + 1 :]:
                 dots[i * n + j] += wi * wj
     return dict(dots)
 
@@ -85,22 +85,33 @@ def test_no_shared_term_gives_no_pairs():
 
 
 def _facts(texts):
-    from memory.promotions.text import Analyzer
     from collections import Counter
     from datetime import date
 
+    from memory.promotions.text import Analyzer
+
     analyzer = Analyzer()
-    return [LessonFacts(id=k + 1, text_key=str(k), terms=Counter(analyzer.terms(t)), paths=frozenset(),
-                        dates=frozenset({date(2026, 1, 1 + k % 28)})) for k, t in enumerate(texts)]
+    return [
+        LessonFacts(
+            id=k + 1,
+            text_key=str(k),
+            terms=Counter(analyzer.terms(t)),
+            paths=frozenset(),
+            dates=frozenset({date(2026, 1, 1 + k % 28)}),
+        )
+        for k, t in enumerate(texts)
+    ]
 
 
 def test_similarity_reads_pairs_found_and_computes_the_others():
-    lessons = _facts([
-        "Retry the payment webhook with exponential backoff",
-        "Payment webhooks need exponential backoff on retry",
-        "Use the staging database for migration rehearsals",
-        "Rehearse every migration on the staging database first",
-    ])
+    lessons = _facts(
+        [
+            "Retry the payment webhook with exponential backoff",
+            "Payment webhooks need exponential backoff on retry",
+            "Use the staging database for migration rehearsals",
+            "Rehearse every migration on the staging database first",
+        ]
+    )
     sim = Similarity(lessons)
     assert sim(0, 1) == sim(1, 0) > sim.threshold  # a pair found through the index, either way round
     assert sim(0, 2) == 0.0  # no shared term: computed on demand, and nothing

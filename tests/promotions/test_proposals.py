@@ -31,28 +31,35 @@ D = [date(2026, 1, d) for d in range(1, 29)]
 
 def test_an_answer_is_read_strictly():
     offered = {"G1": ModelGroupState(ids={1, 2}, summary="s")}
-    answer = {"groups": [
-        {"existing": "G1", "ids": [5], "reason": "  joins\nthe first  "},
-        {"ids": [6, 7, 7], "summary": "new", "reason": "r"},
-        {"ids": [8], "summary": "alone", "reason": "r"},  # a new group of one: it stands alone
-    ]}
+    answer = {
+        "groups": [
+            {"existing": "G1", "ids": [5], "reason": "  joins\nthe first  "},
+            {"ids": [6, 7, 7], "summary": "new", "reason": "r"},
+            {"ids": [8], "summary": "alone", "reason": "r"},  # a new group of one: it stands alone
+        ]
+    }
     first, second = parse_answer(answer, [5, 6, 7, 8], offered)
     assert (first.existing, first.ids, first.reason) == (offered["G1"], [5], "joins the first")
     assert (second.existing, second.ids, second.summary) == (None, [6, 7], "new")
 
 
-@pytest.mark.parametrize("answer, message", [
-    ([], "not a JSON object"),
-    ({"groups": "all"}, "lacks a list of groups"),
-    ({"groups": [{"ids": [], "reason": ""}]}, "must list lesson ids"),
-    ({"groups": [{"ids": [True, 5], "reason": ""}]}, "must list lesson ids"),
-    ({"groups": [{"ids": [5, 1], "summary": "s", "reason": ""}]}, "not sent in this batch: [1]"),
-    ({"groups": [{"ids": [5, 6], "summary": "s", "reason": ""}, {"existing": "G1", "ids": [6], "reason": ""}]},
-     "lesson [6] is in more than one group"),
-    ({"groups": [{"existing": "G2", "ids": [5], "reason": ""}]}, "'G2' that was not offered (offered: G1)"),
-    ({"groups": [{"ids": [5, 6], "reason": ""}]}, "new but has no summary"),
-    ({"groups": [{"ids": [5, 6], "summary": "s", "reason": 3}]}, "reason must be text"),
-])
+@pytest.mark.parametrize(
+    "answer, message",
+    [
+        ([], "not a JSON object"),
+        ({"groups": "all"}, "lacks a list of groups"),
+        ({"groups": [{"ids": [], "reason": ""}]}, "must list lesson ids"),
+        ({"groups": [{"ids": [True, 5], "reason": ""}]}, "must list lesson ids"),
+        ({"groups": [{"ids": [5, 1], "summary": "s", "reason": ""}]}, "not sent in this batch: [1]"),
+        (
+            {"groups": [{"ids": [5, 6], "summary": "s", "reason": ""}, {"existing": "G1", "ids": [6], "reason": ""}]},
+            "lesson [6] is in more than one group",
+        ),
+        ({"groups": [{"existing": "G2", "ids": [5], "reason": ""}]}, "'G2' that was not offered (offered: G1)"),
+        ({"groups": [{"ids": [5, 6], "reason": ""}]}, "new but has no summary"),
+        ({"groups": [{"ids": [5, 6], "summary": "s", "reason": 3}]}, "reason must be text"),
+    ],
+)
 def test_an_unusable_answer_says_what_is_wrong(answer, message):
     with pytest.raises(ProposalError) as failure:
         parse_answer(answer, [5, 6, 7], {"G1": ModelGroupState(ids={1}, summary="s")})
@@ -64,8 +71,11 @@ def test_an_unusable_answer_says_what_is_wrong(answer, message):
 
 def test_groups_merge_so_that_a_lesson_is_in_one_candidate_at_most():
     facts = _facts(D[:10])
-    model = [ModelGroupState(ids={1, 2}, summary="a", reason="A"), ModelGroupState(ids={3, 4}, summary="b", reason="B"),
-             ModelGroupState(ids={7, 8, 9}, summary="c", reason="C")]
+    model = [
+        ModelGroupState(ids={1, 2}, summary="a", reason="A"),
+        ModelGroupState(ids={3, 4}, summary="b", reason="B"),
+        ModelGroupState(ids={7, 8, 9}, summary="c", reason="C"),
+    ]
     # The word rule joined 2 and 3 (the model kept them apart) with 5; and found 6 with 10 alone.
     words = [_group([2, 3, 5], facts), _group([6, 10], facts)]
 
@@ -113,13 +123,16 @@ class ThemeEngine:
         ids = [int(m.group(1)) for line in prompt.splitlines() if (m := LESSON_LINE.match(line))]
         call = ToolCall(f"c{len(self.prompts)}", "propose_groups", {"groups": self.oracle.groups(prompt, ids)})
         result = handler(call)
-        self.recorder.record(purpose=purpose, provider="openai", tokens_in=proposals.estimate_tokens(system + prompt),
-                             tokens_out=proposals.estimate_tokens(str(call.arguments)))
+        self.recorder.record(
+            purpose=purpose,
+            provider="openai",
+            tokens_in=proposals.estimate_tokens(system + prompt),
+            tokens_out=proposals.estimate_tokens(str(call.arguments)),
+        )
         return ToolSession(turns=1, tool_calls=1, calls=[(call, ToolResult(call.id, result))])
 
 
-WORDS = ("retry cache token queue worker schema index webhook refund invoice tenant export import session "
-         "timeout deploy rollback migration backfill scheduler cron latency replica shard lock").split()
+WORDS = ["retry", "cache", "token", "queue", "worker", "schema", "index", "webhook", "refund", "invoice", "tenant", "export", "import", "session", "timeout", "deploy", "rollback", "migration", "backfill", "scheduler", "cron", "latency", "replica", "shard", "lock"]
 
 
 def big_memory(n_lessons=2000, *, seed=21, days=400, spread=45):
@@ -144,8 +157,7 @@ def big_memory(n_lessons=2000, *, seed=21, days=400, spread=45):
 
 def run_placement(items, engine, placements, batch_tokens=12_000):
     budget = proposals.Budget(None, engine.recorder)
-    return proposals.place(engine, items, placements, batch_tokens=batch_tokens, max_output_tokens=4096,
-                           budget=budget)
+    return proposals.place(engine, items, placements, batch_tokens=batch_tokens, max_output_tokens=4096, budget=budget)
 
 
 def _complete(placements, theme_of):

@@ -31,7 +31,8 @@ def _paraphrases(memory, keys=None):
     """The paraphrase memory's lessons (or those named by `keys`), by key."""
     return {
         item["id"]: make_lesson(memory, item["text"], day=date.fromisoformat(item["date"]))
-        for item in PARAPHRASE_MEMORY["lessons"] if keys is None or item["id"] in keys
+        for item in PARAPHRASE_MEMORY["lessons"]
+        if keys is None or item["id"] in keys
     }
 
 
@@ -114,8 +115,12 @@ def test_an_unusable_grouping_is_a_clear_error_and_changes_no_candidate(memory, 
     first, second, third = themed(3)
     (before,) = promotion_detect(memory=memory).created
     _use(memory, "openai")
-    fourth = make_lesson(memory, "Stripe webhook signature verification comes before payload parsing, always",
-                         refs="src/billing/webhooks.py", day=date(2026, 1, 20))
+    fourth = make_lesson(
+        memory,
+        "Stripe webhook signature verification comes before payload parsing, always",
+        refs="src/billing/webhooks.py",
+        day=date(2026, 1, 20),
+    )
     if answer == "unknown id":
         openai.tool_calls([grouping({"ids": [first.pk, 99999]})])
     elif answer == "overlapping":
@@ -199,7 +204,8 @@ def test_re_detection_sends_only_the_new_lessons(memory, openai):
     assert _sent_ids(second, "Earlier lessons") == {lessons["x1"].pk, lessons["x2"].pk}
     assert not any(lessons[k].text in prompt for k in ("r1", "r2", "t1", "t2"))
     assert {frozenset(_members(c)) for c in result.created} == {
-        frozenset(l.pk for k, l in {**lessons, **added}.items() if k.startswith(p)) for p in ("r", "t")}
+        frozenset(l.pk for k, l in {**lessons, **added}.items() if k.startswith(p)) for p in ("r", "t")
+    }
     assert {c.found_by for c in result.created} == {"model"}
     assert DetectionRun.objects.order_by("-id").first().lessons_sent == 2
 
@@ -213,8 +219,9 @@ def test_an_edited_lesson_is_shown_to_the_model_again(memory, openai):
     oracle = _oracle(lessons)
     openai.respond(oracle)
     promotion_detect(memory=memory)
-    services.lesson_update(lesson=lessons["x1"], actor=SYSTEM,
-                           text="The billing page shows prices in euros for every customer")
+    services.lesson_update(
+        lesson=lessons["x1"], actor=SYSTEM, text="The billing page shows prices in euros for every customer"
+    )
 
     promotion_detect(memory=memory)
 

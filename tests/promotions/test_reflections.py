@@ -45,8 +45,15 @@ def test_a_reflection_keeps_only_the_group_of_the_observation_it_is_about(memory
 
 def test_support_is_added_only_when_the_grown_group_still_passes(memory):
     restated, others = _lessons(memory, RESTATED), _lessons(memory, OTHERS, start=10)
-    reflection = reflection_propose(memory=memory, text=RESTATED[0], category="PATTERN", lessons=restated[:2],
-                                    refs=[CLIENT], engine="offline", run_id=None)
+    reflection = reflection_propose(
+        memory=memory,
+        text=RESTATED[0],
+        category="PATTERN",
+        lessons=restated[:2],
+        refs=[CLIENT],
+        engine="offline",
+        run_id=None,
+    )
     reflection_support(candidate=reflection, lessons=[restated[2], *others])
     reflection.refresh_from_db()
     assert reflection.evidence["lessons"] == sorted(l.pk for l in restated)
@@ -63,21 +70,29 @@ def test_support_never_changes_a_detection_candidate(memory):
 
 
 def test_a_reflection_never_grows_past_the_cap(memory):
-    texts = [f"Cart totals round half-up in src/cart/totals.ts; rounding drift shows on checkout run {i}"
-             for i in range(16)]
+    texts = [
+        f"Cart totals round half-up in src/cart/totals.ts; rounding drift shows on checkout run {i}" for i in range(16)
+    ]
     lessons = [make_lesson(memory, t, refs="src/cart/totals.ts", day=date(2026, 1, 1 + i)) for i, t in enumerate(texts)]
     groups = ObservationGroups.of_memory(memory)
     found = groups.groups()
     assert found and all(len(g) <= detection.MAX_MEMBERS for g in found)
-    reflection = reflection_propose(memory=memory, text=texts[0], category="PATTERN",
-                                    lessons=[l for l in lessons if l.pk in found[0]], refs=[], engine="offline",
-                                    run_id=None)
+    reflection = reflection_propose(
+        memory=memory,
+        text=texts[0],
+        category="PATTERN",
+        lessons=[l for l in lessons if l.pk in found[0]],
+        refs=[],
+        engine="offline",
+        run_id=None,
+    )
     reflection_support(candidate=reflection, lessons=lessons, groups=groups)
     reflection.refresh_from_db()
     assert len(reflection.evidence["lessons"]) <= detection.MAX_MEMBERS
     with pytest.raises(ValueError):
-        reflection_propose(memory=memory, text=texts[0], category="PATTERN", lessons=lessons, refs=[],
-                           engine="offline", run_id=None)
+        reflection_propose(
+            memory=memory, text=texts[0], category="PATTERN", lessons=lessons, refs=[], engine="offline", run_id=None
+        )
 
 
 def test_demo_after_a_pipeline_run_everywhere_and_detect_now(db):
@@ -106,9 +121,15 @@ def test_redetect_regroups_what_the_old_reflector_grew(memory):
     detected.save()
     detected.supporting.add(extra)
     wide = PromotionCandidate.objects.create(
-        memory=memory, text=RESTATED[1], category="PATTERN", engine="offline", detector="reflector",
+        memory=memory,
+        text=RESTATED[1],
+        category="PATTERN",
+        engine="offline",
+        detector="reflector",
         evidence={"lessons": [l.pk for l in restated + others], "confirmations": [], "source": "reflector", "run": 7},
-        fingerprint="old", supporting_state={str(l.pk): {"hash": l.content_hash} for l in restated + others})
+        fingerprint="old",
+        supporting_state={str(l.pk): {"hash": l.content_hash} for l in restated + others},
+    )
     wide.supporting.set(restated + others)
 
     out = io.StringIO()
@@ -124,5 +145,7 @@ def test_redetect_regroups_what_the_old_reflector_grew(memory):
     assert replacement.evidence["lessons"] == sorted(l.pk for l in restated)
     assert "1 detection candidate had grown past its group; 1 reflection regrouped" in out.getvalue()
     call_command("redetect_promotions", stdout=out)
-    assert out.getvalue().rstrip().endswith("0 detection candidates had grown past their group; 0 reflections regrouped")
+    assert (
+        out.getvalue().rstrip().endswith("0 detection candidates had grown past their group; 0 reflections regrouped")
+    )
     assert Lesson.objects.filter(memory=memory, status="active").count() == 6  # nothing lost

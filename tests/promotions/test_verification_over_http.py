@@ -29,16 +29,22 @@ def _refund_lessons(memory, days=(1, 9, 17)):
     texts = [
         ("The refund endpoint returns 403 unless the API token has the refunds:write scope", "src/api/refunds.py#L12"),
         ("Refunds need a token with the refunds:write scope; read-only tokens get 403", "src/api/refunds.py"),
-        ("Calling the refund endpoint with a read-only API token fails with 403: it lacks refunds:write",
-         "src/api/refunds.py#L14"),
+        (
+            "Calling the refund endpoint with a read-only API token fails with 403: it lacks refunds:write",
+            "src/api/refunds.py#L14",
+        ),
     ]
     return [make_lesson(memory, text, refs=ref, day=date(2026, 5, d)) for (text, ref), d in zip(texts, days)]
 
 
 def _decoy(memory, day=25):
     # Same file and words, another point: word matching groups it with the others.
-    return make_lesson(memory, "Read-only API tokens can list refunds through the refund endpoint, paginated with a cursor",
-                       refs="src/api/refunds.py#L40", day=date(2026, 5, day))
+    return make_lesson(
+        memory,
+        "Read-only API tokens can list refunds through the refund endpoint, paginated with a cursor",
+        refs="src/api/refunds.py#L40",
+        day=date(2026, 5, day),
+    )
 
 
 def test_the_model_confirms_the_group(memory, openai):
@@ -108,8 +114,12 @@ def test_an_unusable_answer_is_a_clear_error_and_changes_no_candidate(memory, op
     (before,) = promotion_detect(memory=memory).created
     memory.persona.provider = "openai"
     memory.persona.save()
-    make_lesson(memory, "Stripe webhook signature verification comes before payload parsing, always",
-                refs="src/billing/webhooks.py", day=date(2026, 1, 20))
+    make_lesson(
+        memory,
+        "Stripe webhook signature verification comes before payload parsing, always",
+        refs="src/billing/webhooks.py",
+        day=date(2026, 1, 20),
+    )
     ids = list(before.evidence["lessons"])
     openai.tool_calls([grouping()])
     if answer == "text":

@@ -26,8 +26,9 @@ def test_get_is_not_allowed(client_for, approver):
 
 def test_plain_post_approves_and_comes_back_to_the_same_inbox_page(client_for, approver):
     a, b, c = _pending(3)
-    response = client_for(approver).post(URL, {"candidate": [a.pk, b.pk], "action": "approve",
-                                               "next": "kind=recurring&page=1"}, follow=True)
+    response = client_for(approver).post(
+        URL, {"candidate": [a.pk, b.pk], "action": "approve", "next": "kind=recurring&page=1"}, follow=True
+    )
     assert response.redirect_chain[-1][0] == reverse("promotions:inbox") + "?kind=recurring&page=1"
     page = response.content.decode()
     assert f"Approved 2 of 2: #{a.pk}, #{b.pk}." in page
@@ -43,8 +44,9 @@ def test_htmx_reject_reports_who_decided_first_and_swaps_every_card(client_for, 
     other.groups.add(Group.objects.get(name="approver"))
     a, b = _pending(2)
     promotion_reject(candidate=a, actor=services.Actor.for_user(other), reason="Not general")
-    response = client_for(approver).post(URL, {"candidate": [a.pk, b.pk], "action": "reject", "reason": "Too narrow"},
-                                         headers=HTMX)
+    response = client_for(approver).post(
+        URL, {"candidate": [a.pk, b.pk], "action": "reject", "reason": "Too narrow"}, headers=HTMX
+    )
     html = response.content.decode()
     assert "Rejected 1 of 2" in html
     assert f"Already decided by someone else: #{a.pk} (rejected by carol)." in html
@@ -54,12 +56,15 @@ def test_htmx_reject_reports_who_decided_first_and_swaps_every_card(client_for, 
     assert PromotionCandidate.objects.get(pk=b.pk).reason == "Too narrow"
 
 
-@pytest.mark.parametrize("data, message", [
-    ({"action": "reject", "reason": ""}, "Say why the proposal is rejected"),
-    ({"action": "approve", "candidate": ["1", "x"]}, "not a candidate number"),
-    ({"action": "shred"}, "Choose approve or reject"),
-    ({"action": "approve", "candidate": []}, "Select at least one candidate"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"action": "reject", "reason": ""}, "Say why the proposal is rejected"),
+        ({"action": "approve", "candidate": ["1", "x"]}, "not a candidate number"),
+        ({"action": "shred"}, "Choose approve or reject"),
+        ({"action": "approve", "candidate": []}, "Select at least one candidate"),
+    ],
+)
 def test_a_bad_request_says_why_and_changes_nothing(client_for, approver, data, message):
     (candidate,) = _pending(1)
     data = {"candidate": [candidate.pk], **data}
@@ -74,6 +79,9 @@ def test_a_bad_request_says_why_and_changes_nothing(client_for, approver, data, 
 
 def test_an_unknown_candidate_is_reported_and_the_rest_go_through(client_for, approver):
     (candidate,) = _pending(1)
-    html = client_for(approver).post(URL, {"candidate": [candidate.pk, 987654], "action": "approve"},
-                                     headers=HTMX).content.decode()
+    html = (
+        client_for(approver)
+        .post(URL, {"candidate": [candidate.pk, 987654], "action": "approve"}, headers=HTMX)
+        .content.decode()
+    )
     assert "Approved 1 of 1" in html and "#987654: Candidate #987654 does not exist." in html

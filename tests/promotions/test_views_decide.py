@@ -71,10 +71,15 @@ def test_approve_htmx_returns_the_card_and_the_badge(client_for, approver, candi
 
 
 def test_edit_then_approve(client_for, approver, candidate):
-    client_for(approver).post(approve_url(candidate), {
-        "edit": "1", "text": "Stripe webhook: verify then parse", "category": "ARCHITECTURE",
-        "refs": "src/billing/webhooks.py#L10-L30",
-    })
+    client_for(approver).post(
+        approve_url(candidate),
+        {
+            "edit": "1",
+            "text": "Stripe webhook: verify then parse",
+            "category": "ARCHITECTURE",
+            "refs": "src/billing/webhooks.py#L10-L30",
+        },
+    )
     core = Lesson.objects.get(tier="core")
     assert (core.text, core.category) == ("Stripe webhook: verify then parse", "ARCHITECTURE")
 
@@ -98,8 +103,9 @@ def test_second_approver_sees_already_approved_by(client_for, approver, candidat
     assert Lesson.objects.filter(tier="core").count() == 1
 
 
-def test_changed_lessons_ask_for_review_and_refresh_the_proposal(client_for, approver, candidate,
-                                                                 django_capture_on_commit_callbacks):
+def test_changed_lessons_ask_for_review_and_refresh_the_proposal(
+    client_for, approver, candidate, django_capture_on_commit_callbacks
+):
     lesson = candidate.supporting.order_by("id").first()
     services.lesson_update(lesson=lesson, actor=SYSTEM, text=lesson.text + " in the billing service")
     with django_capture_on_commit_callbacks(execute=True):
@@ -134,11 +140,15 @@ def test_unknown_candidate_is_404(client_for, approver):
 
 
 def test_refused_edit_keeps_the_reviewers_draft(client_for, approver, candidate):
-    html = client_for(approver).post(
-        approve_url(candidate),
-        {"edit": "1", "text": "My better wording", "category": "DECISION", "refs": "bad ref (x)"},
-        HTTP_HX_REQUEST="true",
-    ).content.decode()
+    html = (
+        client_for(approver)
+        .post(
+            approve_url(candidate),
+            {"edit": "1", "text": "My better wording", "category": "DECISION", "refs": "bad ref (x)"},
+            HTTP_HX_REQUEST="true",
+        )
+        .content.decode()
+    )
     assert "Not approved" in html and "My better wording</textarea>" in html
     assert '<option value="DECISION" selected>' in html
     assert _unchanged(candidate)

@@ -9,8 +9,9 @@ from memory.promotions.services import promotion_approve
 pytestmark = pytest.mark.django_db
 
 
-def test_detail_shows_the_decision_and_the_core_lesson(client_for, viewer, approver, candidate,
-                                                         django_assert_max_num_queries):
+def test_detail_shows_the_decision_and_the_core_lesson(
+    client_for, viewer, approver, candidate, django_assert_max_num_queries
+):
     promotion_approve(candidate=candidate, actor=services.Actor.for_user(approver), text="Verify, then parse webhooks")
     client = client_for(viewer)
     client.get(reverse("promotions:detail", args=[candidate.pk]))

@@ -10,8 +10,9 @@ pytestmark = pytest.mark.django_db
 URL = reverse("promotions:detect")
 
 
-def test_approver_queues_detection_and_sees_its_outcome(client_for, approver, memory, themed,
-                                                         django_capture_on_commit_callbacks):
+def test_approver_queues_detection_and_sees_its_outcome(
+    client_for, approver, memory, themed, django_capture_on_commit_callbacks
+):
     themed(3)
     client = client_for(approver)
     with django_capture_on_commit_callbacks(execute=False) as queued:
@@ -26,8 +27,9 @@ def test_approver_queues_detection_and_sees_its_outcome(client_for, approver, me
     assert PromotionCandidate.objects.filter(status="pending").count() == 1
 
 
-def test_detect_all_skips_memories_of_inactive_personas(client_for, approver, memory,
-                                                        django_capture_on_commit_callbacks):
+def test_detect_all_skips_memories_of_inactive_personas(
+    client_for, approver, memory, django_capture_on_commit_callbacks
+):
     archived = MemoryFactory()
     archived.persona.is_active = False
     archived.persona.save()

@@ -1,6 +1,6 @@
 """The promotion inbox page: who can see it, what it shows, and a fixed number of queries."""
 
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from datetime import timezone as dt_timezone
 
 import pytest
@@ -21,8 +21,13 @@ def _candidates(n):
         memory = MemoryFactory()
         for i, (text, ref) in enumerate(THEME):
             make_lesson(memory, text, refs=ref, day=date(2026, 1, 1 + i))
-        make_lesson(memory, "Settlement runs nightly from jobs/settle.py", tier="core", category="DECISION",
-                    refs="jobs/settle.py#L3")
+        make_lesson(
+            memory,
+            "Settlement runs nightly from jobs/settle.py",
+            tier="core",
+            category="DECISION",
+            refs="jobs/settle.py#L3",
+        )
         promotion_detect(memory=memory)
 
 
@@ -87,7 +92,9 @@ def test_lesson_text_is_escaped_and_hidden_characters_shown(client_for, approver
     (candidate,) = promotion_detect(memory=memory).created
     client = client_for(approver)
     html = client.get(URL).content.decode()
-    html += client.get(reverse("promotions:supporting", args=[candidate.pk]), headers={"HX-Request": "true"}).content.decode()
+    html += client.get(
+        reverse("promotions:supporting", args=[candidate.pk]), headers={"HX-Request": "true"}
+    ).content.decode()
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;" in html
     assert "U+202E" in html
@@ -117,7 +124,7 @@ def test_memory_filter(client_for, approver, candidate):
 def test_nav_badge_counts_pending(client_for, approver, candidate):
     html = client_for(approver).get(reverse("home")).content.decode()
     assert 'id="promotions-badge"' in html
-    assert '>1</span>' in html
+    assert ">1</span>" in html
 
 
 def test_home_card_template_shows_the_pending_count(rf, approver, candidate, django_assert_num_queries):
@@ -158,20 +165,35 @@ def test_pipeline_reflections_are_labelled_with_their_run_and_observations(clien
     from memory.models import Interaction, PipelineRun
     from memory.pipeline.services import pipeline_run_execute
 
-    interaction = Interaction.objects.create(memory=memory, trigger_type="session", summary="s", outcome="success",
-                                             transcript=[
-        {"id": "a", "role": "user", "at": "2026-03-02 09:05", "text": "The orders sensor fires before the export finishes"},
-        {"id": "b", "role": "assistant", "at": "2026-03-02 09:10",
-         "text": "The orders sensor only checks the export file exists, so it fires before the export finishes"},
-    ])
-    run = pipeline_run_execute(run_id=PipelineRun.objects.create(memory=memory, interaction=interaction).pk,
-                               engine=OfflineEngine())
+    interaction = Interaction.objects.create(
+        memory=memory,
+        trigger_type="session",
+        summary="s",
+        outcome="success",
+        transcript=[
+            {
+                "id": "a",
+                "role": "user",
+                "at": "2026-03-02 09:05",
+                "text": "The orders sensor fires before the export finishes",
+            },
+            {
+                "id": "b",
+                "role": "assistant",
+                "at": "2026-03-02 09:10",
+                "text": "The orders sensor only checks the export file exists, so it fires before the export finishes",
+            },
+        ],
+    )
+    run = pipeline_run_execute(
+        run_id=PipelineRun.objects.create(memory=memory, interaction=interaction).pk, engine=OfflineEngine()
+    )
     (candidate,) = PromotionCandidate.objects.filter(status="pending")
     assert candidate.from_pipeline and candidate.pipeline_run_id == run.pk
     assert candidate.text.startswith("The orders sensor") and candidate.distinct_dates == 1
     client = client_for(viewer)
     html = client.get(URL).content.decode()
-    card = html[html.index(f'id="candidate-{candidate.pk}"'):]
+    card = html[html.index(f'id="candidate-{candidate.pk}"') :]
     assert "Pipeline reflection" in card and f"run #{run.pk}" in card
     assert "from 2 observations on 1 date" in card
     assert client.get(URL, {"kind": "reflection"}).content.decode().count('class="card promotion') == 1
@@ -179,8 +201,9 @@ def test_pipeline_reflections_are_labelled_with_their_run_and_observations(clien
     assert "Recurring theme" not in html and "Seen on 1 distinct date" not in html
 
 
-def test_the_card_says_how_a_candidate_was_found_and_why(client_for, approver, model_candidate,
-                                                          django_assert_num_queries):
+def test_the_card_says_how_a_candidate_was_found_and_why(
+    client_for, approver, model_candidate, django_assert_num_queries
+):
     _candidates(1)  # found by the word rule, in another memory
     client = client_for(approver)
     client.get(URL)
@@ -209,14 +232,19 @@ def test_pages_show_the_oldest_waiting_first(client_for, approver, settings, mon
     _candidates(5)
     # Make the newest-created candidate the one that has waited longest.
     oldest = PromotionCandidate.objects.order_by("-id").first()
-    PromotionCandidate.objects.filter(pk=oldest.pk).update(created_at=datetime(2025, 1, 1, tzinfo=dt_timezone.utc))
+    PromotionCandidate.objects.filter(pk=oldest.pk).update(created_at=datetime(2025, 1, 1, tzinfo=UTC))
     client = client_for(approver)
     first = client.get(URL).content.decode()
     assert _card_ids(first)[0] == oldest.pk and _cards(first) == 2
     assert "5 candidates" in first and "page 1 of 3" in first
-    seen = _card_ids(first) + _card_ids(client.get(URL, {"page": 2}).content.decode()) + \
-        _card_ids(client.get(URL, {"page": 3}).content.decode())
-    waiting = list(PromotionCandidate.objects.filter(status="pending").order_by("created_at", "id").values_list("pk", flat=True))
+    seen = (
+        _card_ids(first)
+        + _card_ids(client.get(URL, {"page": 2}).content.decode())
+        + _card_ids(client.get(URL, {"page": 3}).content.decode())
+    )
+    waiting = list(
+        PromotionCandidate.objects.filter(status="pending").order_by("created_at", "id").values_list("pk", flat=True)
+    )
     assert seen == waiting
     assert _card_ids(client.get(URL, {"page": "999"}).content.decode()) == waiting[-1:]  # past the end: last page
     assert _card_ids(client.get(URL, {"page": "x"}).content.decode()) == waiting[:2]
@@ -225,7 +253,7 @@ def test_pages_show_the_oldest_waiting_first(client_for, approver, settings, mon
 def test_filters_by_persona_project_and_waiting_time(client_for, approver):
     _candidates(3)
     a, b, c = PromotionCandidate.objects.select_related("memory").order_by("id")
-    PromotionCandidate.objects.filter(pk=a.pk).update(created_at=datetime(2025, 1, 1, tzinfo=dt_timezone.utc))
+    PromotionCandidate.objects.filter(pk=a.pk).update(created_at=datetime(2025, 1, 1, tzinfo=UTC))
     client = client_for(approver)
     assert _card_ids(client.get(URL, {"persona": b.memory.persona_id}).content.decode()) == [b.pk]
     assert _card_ids(client.get(URL, {"project": c.memory.project_id}).content.decode()) == [c.pk]
@@ -273,8 +301,11 @@ def test_page_size_bounds_rows_read_and_html_size(client_for, approver, monkeypa
     def counting(name):
         def fetch(self, *args):
             found = getattr(self.cursor, name)(*args)
-            rows.append(1 if name == "fetchone" and found is not None else len(found or ()) if name != "fetchone" else 0)
+            rows.append(
+                1 if name == "fetchone" and found is not None else len(found or ()) if name != "fetchone" else 0
+            )
             return found
+
         return fetch
 
     client = client_for(approver)

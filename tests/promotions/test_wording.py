@@ -65,7 +65,9 @@ def test_unusable_model_answers_fall_back_visibly(memory, themed, answer, reason
 
 def test_model_failure_is_recorded_on_the_candidate(memory, themed):
     themed(3)
-    (candidate,) = promotion_detect(memory=memory, engine=ScriptedEngine(error=EngineError("ANTHROPIC_API_KEY is not set"))).created
+    (candidate,) = promotion_detect(
+        memory=memory, engine=ScriptedEngine(error=EngineError("ANTHROPIC_API_KEY is not set"))
+    ).created
     assert candidate.engine == "offline"
     assert "ANTHROPIC_API_KEY is not set" in candidate.engine_note
 

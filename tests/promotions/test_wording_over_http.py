@@ -32,8 +32,10 @@ def test_model_line_becomes_the_proposed_wording(memory, themed, fake):
     assert "2026-01-01" in prompt and "src/billing/webhooks.py#L12" in prompt
     calls = LLMCall.objects.order_by("id")
     assert [(c.provider, c.purpose, c.outcome) for c in calls] == [
-        ("openai", "promotion grouping", "ok"), ("openai", "promotion verification", "ok"),
-        ("openai", "promotion", "ok")]
+        ("openai", "promotion grouping", "ok"),
+        ("openai", "promotion verification", "ok"),
+        ("openai", "promotion", "ok"),
+    ]
 
 
 def test_unusable_answer_falls_back_to_the_most_specific_lesson(memory, themed, fake):

@@ -10,7 +10,7 @@ import threading
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "nightwatch.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -20,7 +20,9 @@ from memory.models import Lesson, RefinementRun  # noqa: E402
 
 
 def dump(memory_id):
-    lessons = sorted(Lesson.objects.filter(memory_id=memory_id).values_list("id", "text", "tier", "status", "protected"))
+    lessons = sorted(
+        Lesson.objects.filter(memory_id=memory_id).values_list("id", "text", "tier", "status", "protected")
+    )
     runs = list(RefinementRun.objects.filter(memory_id=memory_id).values("id", "status", "error"))
     ops = list(RefinementRun.objects.filter(memory_id=memory_id).values_list("operations__outcome", flat=True))
     return {"lessons": lessons, "runs": runs, "op_outcomes": ops}
@@ -33,8 +35,12 @@ def main(step, *args):
 
         memory = MemoryFactory()
         for i in range(20):
-            make_lesson(memory, f"Lesson {i}: service {i} keeps its config in config/service_{i}.toml",
-                        tier="core", category="PATTERN")
+            make_lesson(
+                memory,
+                f"Lesson {i}: service {i} keeps its config in config/service_{i}.toml",
+                tier="core",
+                category="PATTERN",
+            )
         print(json.dumps({"memory_id": memory.pk}), flush=True)
     elif step == "run":
         from memory.refinement.services import refinement_run_create, refinement_run_execute
@@ -48,8 +54,9 @@ def main(step, *args):
             if call.name == "delete":
                 threading.Event().wait()  # hang here, mid-run, until killed
 
-        engine = ScriptedEngine([("delete", {"id": ids[0]}), ("delete", {"id": ids[1]}), ("complete", {})],
-                                after_call=report)
+        engine = ScriptedEngine(
+            [("delete", {"id": ids[0]}), ("delete", {"id": ids[1]}), ("complete", {})], after_call=report
+        )
         run = refinement_run_create(memory=__import__("memory.models").models.Memory.objects.get(pk=memory_id))
         refinement_run_execute(run_id=run.pk, engine=engine)
     elif step == "sweep":

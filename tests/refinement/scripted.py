@@ -7,8 +7,10 @@ class ScriptedEngine:
     provider = "scripted"
 
     def __init__(self, calls=(), consent="YES", after_call=None):
-        self.calls = [c if isinstance(c, ToolCall) else ToolCall(id=f"c{i}", name=c[0], arguments=c[1])
-                      for i, c in enumerate(calls)]
+        self.calls = [
+            c if isinstance(c, ToolCall) else ToolCall(id=f"c{i}", name=c[0], arguments=c[1])
+            for i, c in enumerate(calls)
+        ]
         self.consent = consent
         self.after_call = after_call
         self.results = []
@@ -18,8 +20,9 @@ class ScriptedEngine:
         self.prompts.append((purpose, prompt))
         return Completion(text=self.consent, model="scripted", tokens_in=40, tokens_out=1)
 
-    def run_tools(self, *, system, prompt, tools, handler, purpose, max_turns=20, should_stop=None,
-                  offline_policy=None):
+    def run_tools(
+        self, *, system, prompt, tools, handler, purpose, max_turns=20, should_stop=None, offline_policy=None
+    ):
         self.prompts.append((purpose, prompt))
         session = ToolSession(tokens_in=100, tokens_out=20)
         for call in self.calls:

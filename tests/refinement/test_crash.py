@@ -17,8 +17,14 @@ def child_env(db_path):
 
 
 def step(env, *args):
-    out = subprocess.run([sys.executable, "-m", "tests.refinement.killable", *args], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.refinement.killable", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -28,8 +34,14 @@ def test_sigkill_mid_run_then_sweeper_leaves_memory_as_before(tmp_path):
     memory_id = str(step(env, "setup")["memory_id"])
     before = step(env, "dump", memory_id)
 
-    proc = subprocess.Popen([sys.executable, "-m", "tests.refinement.killable", "run", memory_id], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.refinement.killable", "run", memory_id],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         first = json.loads(proc.stdout.readline())  # blocks until the first operation went through
         assert first == {"op": "delete", "error": False}

@@ -1,8 +1,8 @@
 import pytest
 
+from memory.engines.offline import OfflineEngine
 from memory.models import Lesson, RefinementOperation, RefinementRun
 from memory.refinement.services import refinement_run_create, refinement_run_execute
-from memory.engines.offline import OfflineEngine
 
 from .helpers import core, state
 
@@ -20,8 +20,9 @@ def test_offline_merges_exact_and_near_duplicates_only(memory):
     c = core(memory, "Always pin the Node version in the .nvmrc for the web app")  # near duplicate
     d = core(memory, "Pin the Python version in .python-version for the API")  # similar topic, not a duplicate
     e = core(memory, "Always pin the Node version in .nvmrc for the web app", protected=True)  # protected: left alone
-    fillers = [core(memory, f"Distinct lesson {i}: queue {i} drains into the archive bucket at midnight")
-               for i in range(25)]
+    fillers = [
+        core(memory, f"Distinct lesson {i}: queue {i} drains into the archive bucket at midnight") for i in range(25)
+    ]
     run = run_offline(memory)
     assert run.status == RefinementRun.Status.COMPLETED, run.error
     assert run.engine == "offline" and run.consent_answer.startswith("YES")
@@ -42,8 +43,10 @@ def test_offline_is_subject_to_the_breaker(memory):
     # is shown at a 100% threshold with near-duplicates: the kept wording drops a word of the other.
     memory.persona.refinement_threshold = 1.0
     memory.persona.save()
-    lessons = [core(memory, "Feature flags are removed within two sprints of full rollout"),
-               core(memory, "Feature flags are removed within two sprints after full rollout")]
+    lessons = [
+        core(memory, "Feature flags are removed within two sprints of full rollout"),
+        core(memory, "Feature flags are removed within two sprints after full rollout"),
+    ]
     before = state(memory)
     run = run_offline(memory)
     assert run.operations.filter(action="consolidate", outcome="rolled_back").exists()

@@ -6,10 +6,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from memory.models import Lesson, RefinementRun
+from tests.factories import MemoryFactory
 
 from .helpers import core, run_with, state
 from .scripted import ScriptedEngine
-from tests.factories import MemoryFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -27,13 +27,19 @@ op = st.one_of(
 
 
 def core_chars(memory):
-    return sum(len(t) for t in Lesson.objects.filter(memory=memory, tier="core", status="active")
-               .values_list("text", flat=True))
+    return sum(
+        len(t)
+        for t in Lesson.objects.filter(memory=memory, tier="core", status="active").values_list("text", flat=True)
+    )
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=st.lists(op, max_size=30), sizes=st.lists(st.integers(20, 200), min_size=N, max_size=N),
-       protected=st.sets(st.integers(0, N - 1), max_size=4), threshold=st.sampled_from([0.5, 0.8, 0.9, 0.97]))
+@given(
+    ops=st.lists(op, max_size=30),
+    sizes=st.lists(st.integers(20, 200), min_size=N, max_size=N),
+    protected=st.sets(st.integers(0, N - 1), max_size=4),
+    threshold=st.sampled_from([0.5, 0.8, 0.9, 0.97]),
+)
 def test_any_run_completes_within_limits_or_leaves_memory_untouched(db, ops, sizes, protected, threshold):
     with transaction.atomic():
         memory = MemoryFactory()
@@ -67,8 +73,9 @@ def test_any_run_completes_within_limits_or_leaves_memory_untouched(db, ops, siz
             assert core_chars(memory) / chars_before >= threshold
             assert run.retention >= threshold
             # protected lessons are still there, word for word, and active
-            assert protected_before <= set(Lesson.objects.filter(memory=memory, status="active", protected=True)
-                                           .values_list("id", "text"))
+            assert protected_before <= set(
+                Lesson.objects.filter(memory=memory, status="active", protected=True).values_list("id", "text")
+            )
         else:
             assert run.status == RefinementRun.Status.TERMINATED
             assert state(memory) == before

@@ -86,7 +86,7 @@ def test_run_page_shows_the_breakers_figures_and_the_timeline_of_a_finished_run(
     html = client_for(viewer).get(reverse("refinement:run", args=[run.pk])).content.decode()
     assert f"kept {run.mass_counted} of {run.mass_before} tokens · threshold 90.0%" in html
     assert f"left at {run.mass_before} tokens" in html  # rolled back: the memory did not change
-    timeline = html[html.index('data-testid="timeline"'):html.index("</ol>", html.index('data-testid="timeline"'))]
+    timeline = html[html.index('data-testid="timeline"') : html.index("</ol>", html.index('data-testid="timeline"'))]
     assert "Started" in timeline and "#1 consolidate" in timeline and "Rolled back (terminated)" in timeline
     assert "retention" in timeline and "+0.0 s" in timeline
 

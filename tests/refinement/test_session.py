@@ -1,8 +1,8 @@
 import pytest
 
 from memory.models import ChangeBatch, Lesson, RefinementOperation, RefinementRun
-from memory.refinement.session import TERMINATED_MESSAGE, TERMINATION_ERROR
 from memory.refinement.services import RefinementBusy, refinement_run_create
+from memory.refinement.session import TERMINATED_MESSAGE, TERMINATION_ERROR
 
 from .helpers import core, run_with, state
 from .scripted import ScriptedEngine
@@ -14,21 +14,35 @@ S = RefinementRun.Status
 
 def big_memory(memory, n=140):
     # Distinct lessons of similar size, the shape of the memory the seed's nuclear run hit.
-    return [core(memory, f"Lesson {i:03d}: the deploy script for service {i} must run migrations before "
-                         f"restarting worker pool {i % 7}") for i in range(n)]
+    return [
+        core(
+            memory,
+            f"Lesson {i:03d}: the deploy script for service {i} must run migrations before "
+            f"restarting worker pool {i % 7}",
+        )
+        for i in range(n)
+    ]
 
 
 def test_nuclear_run_is_stopped_and_memory_is_exactly_as_before(memory):
     lessons = big_memory(memory)
     before = state(memory)
     calls = [("delete", {"id": l.pk}) for l in lessons[:49]]
-    calls += [("consolidate", {"ids": [a.pk, b.pk], "text": f"merged {a.pk} and {b.pk}"})
-              for a, b in zip(lessons[49:132:2], lessons[50:133:2])][:83]
-    calls += [("consolidate", {"ids": [lessons[i].pk, lessons[i + 1].pk], "text": "x" * 20}) for i in range(0, 84, 2)][:83 - 41]
+    calls += [
+        ("consolidate", {"ids": [a.pk, b.pk], "text": f"merged {a.pk} and {b.pk}"})
+        for a, b in zip(lessons[49:132:2], lessons[50:133:2])
+    ][:83]
+    calls += [("consolidate", {"ids": [lessons[i].pk, lessons[i + 1].pk], "text": "x" * 20}) for i in range(0, 84, 2)][
+        : 83 - 41
+    ]
     engine = ScriptedEngine(calls)
     run = run_with(memory, engine)
-    applied = run.operations.filter(mutating=True).exclude(outcome=RefinementOperation.Outcome.REFUSED).exclude(
-        outcome=RefinementOperation.Outcome.ERROR).count()
+    applied = (
+        run.operations.filter(mutating=True)
+        .exclude(outcome=RefinementOperation.Outcome.REFUSED)
+        .exclude(outcome=RefinementOperation.Outcome.ERROR)
+        .count()
+    )
     assert applied <= 10
     # 140 lessons of equal size: each delete keeps ~99.3%, so the breaker does not trip within
     # the cap; the cap refuses everything after the 10th change.
@@ -44,7 +58,9 @@ def test_nuclear_run_is_stopped_and_memory_is_exactly_as_before(memory):
     refinement_run_revert(run=run, actor=Actor.system("tests"))
     run.refresh_from_db()
     assert run.status == S.REVERTED
-    assert {(i, t, tier, st) for i, t, tier, st, _ in state(memory)} == {(i, t, tier, st) for i, t, tier, st, _ in before}
+    assert {(i, t, tier, st) for i, t, tier, st, _ in state(memory)} == {
+        (i, t, tier, st) for i, t, tier, st, _ in before
+    }
 
 
 def test_nuclear_run_on_a_small_memory_trips_the_breaker_and_rolls_everything_back(memory):
@@ -97,15 +113,17 @@ def test_calls_after_termination_get_the_termination_error(memory):
     assert session.should_stop()
 
 
-@pytest.mark.parametrize("attack", [
-    lambda p, o: ("delete", {"id": p.pk}),
-    lambda p, o: ("update", {"id": p.pk, "text": "rewritten protected lesson"}),
-    lambda p, o: ("consolidate", {"ids": [o.pk, p.pk], "text": "merged away"}),
-    lambda p, o: ("consolidate", {"ids": [p.pk, o.pk], "text": "merged away"}),
-])
+@pytest.mark.parametrize(
+    "attack",
+    [
+        lambda p, o: ("delete", {"id": p.pk}),
+        lambda p, o: ("update", {"id": p.pk, "text": "rewritten protected lesson"}),
+        lambda p, o: ("consolidate", {"ids": [o.pk, p.pk], "text": "merged away"}),
+        lambda p, o: ("consolidate", {"ids": [p.pk, o.pk], "text": "merged away"}),
+    ],
+)
 def test_protected_lessons_survive_every_attack(memory, attack):
-    protected = core(memory, "Never force-push to main; the release tooling depends on linear history",
-                     protected=True)
+    protected = core(memory, "Never force-push to main; the release tooling depends on linear history", protected=True)
     other = core(memory, "Never force-push to main because release tooling needs linear history")
     filler = [core(memory, f"Unrelated lesson {i} about the billing service retry policy") for i in range(20)]
     before = state(memory)
@@ -153,12 +171,17 @@ def test_completed_run_applies_through_services_in_one_batch(memory):
     e = core(memory, "Cache keys include the tenant id to avoid cross-tenant leaks in shared caches")
     for i in range(10):
         core(memory, f"Filler lesson {i}: the search index is rebuilt nightly from the primary database")
-    run = run_with(memory, ScriptedEngine([
-        ("consolidate", {"ids": [a.pk, b.pk], "text": "Run the linter before pushing to the shared branch"}),
-        ("protect", {"id": d.pk}),
-        ("update", {"id": c.pk, "text": "Deploys happen on Tuesdays only, after the change-advisory meeting."}),
-        ("complete", {}),
-    ]))
+    run = run_with(
+        memory,
+        ScriptedEngine(
+            [
+                ("consolidate", {"ids": [a.pk, b.pk], "text": "Run the linter before pushing to the shared branch"}),
+                ("protect", {"id": d.pk}),
+                ("update", {"id": c.pk, "text": "Deploys happen on Tuesdays only, after the change-advisory meeting."}),
+                ("complete", {}),
+            ]
+        ),
+    )
     assert run.status == S.COMPLETED, run.error
     assert run.ops_used == 3
     assert run.batch.kind == ChangeBatch.Kind.REFINEMENT
@@ -198,12 +221,19 @@ def test_only_core_lessons_are_in_scope(memory):
 def test_bad_arguments_are_errors_and_change_nothing(memory):
     a = core(memory, "A lesson")
     before = state(memory)
-    engine = ScriptedEngine([
-        ("delete", {}), ("delete", {"id": "abc"}), ("update", {"id": a.pk, "text": ""}),
-        ("update", {"id": a.pk, "text": "two\nlines"}), ("consolidate", {"ids": [a.pk], "text": "x"}),
-        ("consolidate", {"ids": [a.pk, a.pk], "text": "x"}), ("frobnicate", {}), ("search", {"query": ""}),
-        ("complete", {}),
-    ])
+    engine = ScriptedEngine(
+        [
+            ("delete", {}),
+            ("delete", {"id": "abc"}),
+            ("update", {"id": a.pk, "text": ""}),
+            ("update", {"id": a.pk, "text": "two\nlines"}),
+            ("consolidate", {"ids": [a.pk], "text": "x"}),
+            ("consolidate", {"ids": [a.pk, a.pk], "text": "x"}),
+            ("frobnicate", {}),
+            ("search", {"query": ""}),
+            ("complete", {}),
+        ]
+    )
     run = run_with(memory, engine)
     assert run.status == S.COMPLETED
     assert all(r.is_error for _, r in engine.results[:-1])
@@ -225,11 +255,13 @@ def test_lesson_changed_during_the_run_fails_it_with_nothing_applied(memory):
 
     def meddle(call, result):
         if call.name == "update":
-            lesson_update(lesson=Lesson.objects.get(pk=b.pk), text="edited by a person meanwhile",
-                          actor=Actor.system("person"))
+            lesson_update(
+                lesson=Lesson.objects.get(pk=b.pk), text="edited by a person meanwhile", actor=Actor.system("person")
+            )
 
-    engine = ScriptedEngine([("update", {"id": b.pk, "text": "Lesson two about timeouts!"}), ("complete", {})],
-                            after_call=meddle)
+    engine = ScriptedEngine(
+        [("update", {"id": b.pk, "text": "Lesson two about timeouts!"}), ("complete", {})], after_call=meddle
+    )
     run = run_with(memory, engine)
     assert run.status == S.FAILED
     assert "changed while the run was in progress" in run.error
@@ -246,8 +278,9 @@ def test_engine_failure_mid_session_applies_nothing(memory):
 
     class Broken(ScriptedEngine):
         def run_tools(self, **kw):
-            kw["handler"](__import__("memory.engines.base", fromlist=["ToolCall"]).ToolCall(
-                "1", "delete", {"id": lessons[0].pk}))
+            kw["handler"](
+                __import__("memory.engines.base", fromlist=["ToolCall"]).ToolCall("1", "delete", {"id": lessons[0].pk})
+            )
             raise EngineError("provider returned 529 overloaded")
 
     run = run_with(memory, Broken())

@@ -30,8 +30,14 @@ def fake(provider, llm_server):
 
 
 def lessons_of(memory, n):
-    return [core(memory, f"Lesson {i:03d}: the deploy script for service {i} must run migrations before "
-                         f"restarting worker pool {i % 7}") for i in range(n)]
+    return [
+        core(
+            memory,
+            f"Lesson {i:03d}: the deploy script for service {i} must run migrations before "
+            f"restarting worker pool {i % 7}",
+        )
+        for i in range(n)
+    ]
 
 
 def tool_results_sent(provider, body):
@@ -42,7 +48,7 @@ def tool_results_sent(provider, body):
         return [block["content"] for block in last["content"] if block["type"] == "tool_result"]
     messages = body["messages"]
     last_assistant = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
-    return [m["content"] for m in messages[last_assistant + 1:] if m["role"] == "tool"]
+    return [m["content"] for m in messages[last_assistant + 1 :] if m["role"] == "tool"]
 
 
 def test_deletes_round_trip_and_the_cap_holds(fake, provider, memory):
@@ -63,7 +69,13 @@ def test_deletes_round_trip_and_the_cap_holds(fake, provider, memory):
     assert run.engine == provider and run.consent_answer == "YES"
     consent, search, mutate, finish = (r.json for r in fake.requests)
     assert [t["name"] if provider == "anthropic" else t["function"]["name"] for t in search["tools"]] == [
-        "search", "consolidate", "update", "delete", "protect", "complete"]
+        "search",
+        "consolidate",
+        "update",
+        "delete",
+        "protect",
+        "complete",
+    ]
     assert "tools" not in consent
     (search_result,) = tool_results_sent(provider, mutate)
     assert "Lesson 000" in search_result

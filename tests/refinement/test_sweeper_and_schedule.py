@@ -50,8 +50,10 @@ def test_a_run_swept_while_its_worker_is_alive_applies_nothing(memory):
     def sweep_midway(call, result):
         refinement_sweep(timeout=0, now=timezone.now() + timezone.timedelta(seconds=1))
 
-    engine = ScriptedEngine([("delete", {"id": lessons[0].pk}), ("delete", {"id": lessons[1].pk}), ("complete", {})],
-                            after_call=sweep_midway)
+    engine = ScriptedEngine(
+        [("delete", {"id": lessons[0].pk}), ("delete", {"id": lessons[1].pk}), ("complete", {})],
+        after_call=sweep_midway,
+    )
     run = run_with(memory, engine)
     assert run.status == "failed"
     assert engine.results[1][1].is_error

@@ -33,8 +33,11 @@ def test_page_shows_rules_default_and_ledger(client_for, approver, memory):
 
 def test_live_preview_partial(client_for, approver, memory):
     core(memory, "A lesson")
-    response = client_for(approver).post(reverse("refinement:prompt-preview", args=[memory.persona.pk]),
-                                         {"text": "Keep <all> voice notes", "memory": memory.pk}, HTTP_HX_REQUEST="true")
+    response = client_for(approver).post(
+        reverse("refinement:prompt-preview", args=[memory.persona.pk]),
+        {"text": "Keep <all> voice notes", "memory": memory.pk},
+        HTTP_HX_REQUEST="true",
+    )
     body = response.content.decode()
     assert body.lstrip().startswith('<div id="preview">')
     assert "Keep &lt;all&gt; voice notes" in body

@@ -1,10 +1,10 @@
 import pytest
 from django.urls import reverse
 
-from memory.models import RefinementRun
-from memory.refinement.session import RefinementSession
-from memory.refinement.services import refinement_run_create
 from memory.engines.base import ToolCall
+from memory.models import RefinementRun
+from memory.refinement.services import refinement_run_create
+from memory.refinement.session import RefinementSession
 
 from .helpers import core, run_with
 from .scripted import ScriptedEngine
@@ -49,12 +49,17 @@ def test_running_run_polls_with_progress(client_for, viewer, memory):
 
 def test_finished_run_stops_polling_and_shows_diffs(client_for, viewer, memory):
     lessons = [core(memory, f"Lesson {i} about the <b>billing</b> export job {i}") for i in range(30)]
-    run = run_with(memory, ScriptedEngine([
-        ("update", {"id": lessons[0].pk, "text": "Lesson 0 about the billing export"}),
-        ("delete", {"id": lessons[2].pk}),
-        ("delete", {"id": lessons[3].pk}),
-        ("complete", {}),
-    ]))
+    run = run_with(
+        memory,
+        ScriptedEngine(
+            [
+                ("update", {"id": lessons[0].pk, "text": "Lesson 0 about the billing export"}),
+                ("delete", {"id": lessons[2].pk}),
+                ("delete", {"id": lessons[3].pk}),
+                ("complete", {}),
+            ]
+        ),
+    )
     assert run.status == "completed"
     c = client_for(viewer)
     polled = c.get(url(run), HTTP_HX_REQUEST="true")
@@ -70,8 +75,14 @@ def test_finished_run_stops_polling_and_shows_diffs(client_for, viewer, memory):
 def test_query_count_does_not_grow_with_operations(client_for, viewer, memory, django_assert_num_queries):
     lessons = [core(memory, f"Lesson {i} about the export job {i}") for i in range(60)]
     small = run_with(memory, ScriptedEngine([("delete", {"id": lessons[0].pk}), ("complete", {})]))
-    big = run_with(memory, ScriptedEngine([("delete", {"id": l.pk}) for l in lessons[1:6]] +
-                                          [("search", {"query": "export"})] * 10 + [("complete", {})]))
+    big = run_with(
+        memory,
+        ScriptedEngine(
+            [("delete", {"id": l.pk}) for l in lessons[1:6]]
+            + [("search", {"query": "export"})] * 10
+            + [("complete", {})]
+        ),
+    )
     c = client_for(viewer)
     c.get(url(small))
     # the same queries plus the review queue of the nav badges and the run's timeline
@@ -90,11 +101,16 @@ def test_hidden_characters_show_as_markers_with_a_warning(client_for, viewer, me
 
     lessons = [core(memory, f"Lesson {i} about the billing export job {i} in src/export.py") for i in range(20)]
     target = core(memory, HIDDEN_TEXT)
-    run = run_with(memory, ScriptedEngine([
-        ("update", {"id": target.pk, "text": HIDDEN_TEXT.replace("admin", "root")}),
-        ("update", {"id": lessons[0].pk, "text": "Lesson 0\u200b: billing export in src/export.py"}),
-        ("complete", {}),
-    ]))
+    run = run_with(
+        memory,
+        ScriptedEngine(
+            [
+                ("update", {"id": target.pk, "text": HIDDEN_TEXT.replace("admin", "root")}),
+                ("update", {"id": lessons[0].pk, "text": "Lesson 0\u200b: billing export in src/export.py"}),
+                ("complete", {}),
+            ]
+        ),
+    )
     assert run.status == RefinementRun.Status.COMPLETED, run.error
     html = client_for(viewer).get(url(run)).content.decode()
     assert_hidden_characters_shown(html)

@@ -23,7 +23,9 @@ def test_get_is_not_allowed(client_for, approver, memory):
     assert client_for(approver).get(url(memory)).status_code == 405
 
 
-def test_approver_runs_now_offline_and_lands_on_the_run(client_for, approver, memory, django_capture_on_commit_callbacks):
+def test_approver_runs_now_offline_and_lands_on_the_run(
+    client_for, approver, memory, django_capture_on_commit_callbacks
+):
     lessons = [core(memory, f"Lesson {i}: cron job {i} writes to bucket {i}") for i in range(20)]
     dup = core(memory, lessons[0].text)
     with django_capture_on_commit_callbacks(execute=True):

@@ -28,7 +28,10 @@ def test_preamble_fences_and_blank_lines_are_ignored():
 
 
 def test_doubled_tag_is_read_once():
-    assert parse_reflection("- [PATTERN] [PATTERN] Views are thin in api/views.py")[0].text == "Views are thin in api/views.py"
+    assert (
+        parse_reflection("- [PATTERN] [PATTERN] Views are thin in api/views.py")[0].text
+        == "Views are thin in api/views.py"
+    )
 
 
 def test_numbered_bullets_are_accepted():

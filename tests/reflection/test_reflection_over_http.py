@@ -52,14 +52,22 @@ def test_good_bullets_are_stored(fake, provider, interaction, memory, django_cap
     assert memory.persona.name in system
     (call,) = LLMCall.objects.all()
     assert (call.provider, call.purpose, call.outcome, call.tokens_in, call.tokens_out) == (
-        provider, "reflection", "ok", 300, 60)
+        provider,
+        "reflection",
+        "ok",
+        300,
+        60,
+    )
 
 
-@pytest.mark.parametrize("answer", [
-    "I reviewed the code and it looks fine.",
-    "- [WHATEVER] Not a category (ref: a.py)\n",
-    "- [PATTERN] Bad reference (ref: auth/session.py#L9-L2)\n",
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "I reviewed the code and it looks fine.",
+        "- [WHATEVER] Not a category (ref: a.py)\n",
+        "- [PATTERN] Bad reference (ref: auth/session.py#L9-L2)\n",
+    ],
+)
 def test_malformed_answer_stores_nothing(fake, answer, interaction, memory, django_capture_on_commit_callbacks):
     fake.text(answer)
     version = memory.version

@@ -29,15 +29,16 @@ def _reflect(interaction, capture):
         return interaction_reflect(interaction_id=interaction.pk)
 
 
-def test_llm_answer_becomes_working_lessons(scripted, interaction, memory, signals,
-                                            django_capture_on_commit_callbacks):
+def test_llm_answer_becomes_working_lessons(scripted, interaction, memory, signals, django_capture_on_commit_callbacks):
     engine = scripted(ANSWER)
     version = memory.version
     ids = _reflect(interaction, django_capture_on_commit_callbacks)
     lessons = list(Lesson.objects.order_by("id"))
     assert ids == [l.pk for l in lessons]
     assert [(l.tier, l.category, l.vague) for l in lessons] == [
-        ("working", "PATTERN", False), ("working", "TODO", False), ("working", "OBSERVATION", True),
+        ("working", "PATTERN", False),
+        ("working", "TODO", False),
+        ("working", "OBSERVATION", True),
     ]
     assert all(l.interaction == interaction for l in lessons)
     assert len({l.section for l in lessons}) == 1
@@ -61,8 +62,9 @@ def test_reflection_batch_reverts_as_one_unit(scripted, interaction, memory, dja
     assert not Lesson.objects.active().exists()
 
 
-def test_exact_duplicates_confirm_existing_lessons(scripted, interaction, memory, signals,
-                                                   django_capture_on_commit_callbacks):
+def test_exact_duplicates_confirm_existing_lessons(
+    scripted, interaction, memory, signals, django_capture_on_commit_callbacks
+):
     working = make_lesson(memory, "Session refresh in auth/session.py never checks expiry")
     core = make_lesson(memory, "Add an expiry test to test_session.py.", category="PATTERN", tier="core")
     scripted(ANSWER + "- [OBSERVATION] security SHOULD be reviewed\n")
@@ -74,8 +76,9 @@ def test_exact_duplicates_confirm_existing_lessons(scripted, interaction, memory
     assert signals[0]["lesson_ids"] == ids
 
 
-def test_all_duplicates_add_nothing_and_send_nothing(scripted, interaction, memory, signals,
-                                                     django_capture_on_commit_callbacks):
+def test_all_duplicates_add_nothing_and_send_nothing(
+    scripted, interaction, memory, signals, django_capture_on_commit_callbacks
+):
     make_lesson(memory, "Views are thin in api/views.py")
     version = memory.version
     scripted("- [PATTERN] Views are thin in api/views.py")
@@ -104,8 +107,9 @@ def test_a_deleted_lesson_is_not_a_duplicate(scripted, interaction, memory, djan
         ("- [PATTERN] fine in a.py\n- [RUMOUR] the build is cursed", "unknown category"),
     ],
 )
-def test_malformed_answer_stores_nothing_and_records_the_failure(scripted, interaction, memory, signals, answer,
-                                                                 error, django_capture_on_commit_callbacks):
+def test_malformed_answer_stores_nothing_and_records_the_failure(
+    scripted, interaction, memory, signals, answer, error, django_capture_on_commit_callbacks
+):
     scripted(answer)
     version = memory.version
     assert _reflect(interaction, django_capture_on_commit_callbacks) == []
@@ -131,8 +135,9 @@ def test_reflection_runs_once(scripted, interaction, django_capture_on_commit_ca
     assert len(engine.calls) == 1 and Lesson.objects.count() == 3
 
 
-def test_offline_engine_records_the_summary_as_one_observation(interaction, memory, signals,
-                                                               django_capture_on_commit_callbacks):
+def test_offline_engine_records_the_summary_as_one_observation(
+    interaction, memory, signals, django_capture_on_commit_callbacks
+):
     ids = _reflect(interaction, django_capture_on_commit_callbacks)
     lesson = Lesson.objects.get()
     assert ids == [lesson.pk]
@@ -143,9 +148,12 @@ def test_offline_engine_records_the_summary_as_one_observation(interaction, memo
 
 
 def test_offline_keeps_long_multiline_summaries_to_one_line(memory, django_capture_on_commit_callbacks):
-    interaction = Interaction.objects.create(memory=memory, trigger_type="deliberation",
-                                             summary="First line\n\nsecond line " + "y" * 3000,
-                                             files_changed=["not a path with spaces"])
+    interaction = Interaction.objects.create(
+        memory=memory,
+        trigger_type="deliberation",
+        summary="First line\n\nsecond line " + "y" * 3000,
+        files_changed=["not a path with spaces"],
+    )
     _reflect(interaction, django_capture_on_commit_callbacks)
     lesson = Lesson.objects.get()
     assert "\n" not in lesson.text and len(lesson.text) <= 2000 and lesson.text.startswith("First line second line")

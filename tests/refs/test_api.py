@@ -13,7 +13,8 @@ def _agent(client, memory):
 
 
 def test_lessons_and_recall_carry_ref_status_and_a_permalink_at_the_verified_commit(
-        client, checked_memory, repo, django_capture_on_commit_callbacks, django_assert_num_queries):
+    client, checked_memory, repo, django_capture_on_commit_callbacks, django_assert_num_queries
+):
     with django_capture_on_commit_callbacks(execute=True):
         moved = make_lesson(checked_memory, "Session is read in middleware.py", refs="src/auth/middleware.py#L10-L12")
         stale = make_lesson(checked_memory, "Invoices round in invoice.py", refs="src/billing/invoice.py#L4")
@@ -44,18 +45,30 @@ def test_lessons_and_recall_carry_ref_status_and_a_permalink_at_the_verified_com
     data = agent.get(memory_url(checked_memory.persona, checked_memory.project, "context"), {"format": "json"}).json()
     by_id = {lesson["id"]: lesson for lesson in data["lessons"]}
     assert by_id[stale.pk]["refs"] == by_id[stale.pk]["stale_refs"] == ["src/billing/invoice.py#L4"]
-    assert f"[{stale.pk}] [OBSERVATION] Invoices round in invoice.py (ref: src/billing/invoice.py#L4, stale)" in \
-        data["text_with_ids"]
+    assert (
+        f"[{stale.pk}] [OBSERVATION] Invoices round in invoice.py (ref: src/billing/invoice.py#L4, stale)"
+        in data["text_with_ids"]
+    )
     assert LessonRef.objects.get(lesson=moved).as_text() == "src/auth/middleware.py#L10-L12"  # left to a person
 
 
 def test_a_ref_an_agent_writes_is_anchored_when_the_checkout_is_there(
-        client, checked_memory, repo, django_capture_on_commit_callbacks):
+    client, checked_memory, repo, django_capture_on_commit_callbacks
+):
     agent = _agent(client, checked_memory)
     with django_capture_on_commit_callbacks(execute=True):
-        response = agent.post(memory_url(checked_memory.persona, checked_memory.project, "lessons"),
-                              {"lessons": [{"tool": "log_learning", "text": "Auth step 5 validates the token",
-                                            "refs": ["src/auth/middleware.py#L5"]}]})
+        response = agent.post(
+            memory_url(checked_memory.persona, checked_memory.project, "lessons"),
+            {
+                "lessons": [
+                    {
+                        "tool": "log_learning",
+                        "text": "Auth step 5 validates the token",
+                        "refs": ["src/auth/middleware.py#L5"],
+                    }
+                ]
+            },
+        )
     assert response.status_code == 201, response.content
     lesson_id = response.json()["lessons"][0]["id"]
     ref = agent.get(f"/api/v1/lessons/{lesson_id}").json()["refs"][0]

@@ -136,7 +136,8 @@ def test_a_file_shortened_under_an_anchored_ref_is_changed(checked_memory, repo,
 
 
 def test_a_ref_written_before_the_checkout_existed_is_anchored_by_the_first_check(
-        db, tmp_path, write, django_capture_on_commit_callbacks):
+    db, tmp_path, write, django_capture_on_commit_callbacks
+):
     from memory.refs.scratch import ScratchRepo, numbered_source
     from tests.factories import MemoryFactory, ProjectFactory
 

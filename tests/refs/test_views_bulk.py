@@ -23,8 +23,9 @@ def test_the_page_offers_a_tick_for_each_ref_that_needs_review(client_for, curat
 
 def test_drop_the_selected_refs_each_as_its_own_change(client_for, curator, checked_memory, drifted):
     refs = [ref_of(drifted["moved"]), ref_of(drifted["changed"])]
-    response = client_for(curator).post(_url(checked_memory), {"ref": [r.pk for r in refs], "action": "drop"},
-                                        follow=True)
+    response = client_for(curator).post(
+        _url(checked_memory), {"ref": [r.pk for r in refs], "action": "drop"}, follow=True
+    )
     assert "2 of 2 refs dropped" in response.content.decode()
     assert not LessonRef.objects.filter(pk__in=[r.pk for r in refs]).exists()
     batches = {Change.objects.filter(lesson=drifted[k]).latest("id").batch_id for k in ("moved", "changed")}
@@ -50,11 +51,14 @@ def test_a_lesson_edited_meanwhile_is_left_alone_and_named(curator, checked_memo
     assert "deleted already" in outcome["refused"][1]["message"]
 
 
-@pytest.mark.parametrize("data, message", [
-    ({"action": "burn"}, "Choose to drop the refs or to retire their lessons."),
-    ({"action": "drop", "ref": []}, "Select at least one ref."),
-    ({"action": "drop", "ref": ["1", "x"]}, "not a ref number"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"action": "burn"}, "Choose to drop the refs or to retire their lessons."),
+        ({"action": "drop", "ref": []}, "Select at least one ref."),
+        ({"action": "drop", "ref": ["1", "x"]}, "not a ref number"),
+    ],
+)
 def test_a_bad_request_says_why_and_changes_nothing(client_for, curator, checked_memory, drifted, data, message):
     data = {"ref": [ref_of(drifted["moved"]).pk], **data}
     page = client_for(curator).post(_url(checked_memory), data, follow=True).content.decode()

@@ -62,8 +62,6 @@ def working(root):
     return lambda persona="Dev", project="api": root / persona / "memories" / project / WORKING_FILE
 
 
-
-
 @pytest.fixture
 def run_command():
     from io import StringIO
@@ -88,8 +86,9 @@ def conflict(root, sync, working, admin_user):
     nw_append(working(), section("2026-03-01", "[OBSERVATION] The retry loop uses a fixed delay"))
     sync()
     lesson = Lesson.objects.get(text="The retry loop uses a fixed delay")
-    services.lesson_update(lesson=lesson, actor=services.Actor.for_user(admin_user),
-                           text="The retry loop uses a fixed 2 s delay")
+    services.lesson_update(
+        lesson=lesson, actor=services.Actor.for_user(admin_user), text="The retry loop uses a fixed 2 s delay"
+    )
     nw_rewrite(working(), working().read_text().replace("uses a fixed delay", "has <b>no</b> backoff"))
     sync()
     return SyncConflict.objects.get()

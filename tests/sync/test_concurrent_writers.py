@@ -28,12 +28,15 @@ APPENDS = 120
 
 
 def _seed(working):
-    themed = "".join(section(f"2026-01-0{i + 1}", f"[OBSERVATION] {text} (ref: {ref})")
-                     for i, (text, ref) in enumerate(THEME))
+    themed = "".join(
+        section(f"2026-01-0{i + 1}", f"[OBSERVATION] {text} (ref: {ref})") for i, (text, ref) in enumerate(THEME)
+    )
     nw_append(working("Dev", "api"), themed + section("2026-01-05", "[TODO] Rename the billing module"))
     day = date(2026, 1, 1)
-    web = "".join(section((day + timedelta(days=i)).isoformat(), f"[OBSERVATION] Web finding {i} about src/w{i}.ts")
-                  for i in range(40))
+    web = "".join(
+        section((day + timedelta(days=i)).isoformat(), f"[OBSERVATION] Web finding {i} about src/w{i}.ts")
+        for i in range(40)
+    )
     nw_append(working("Dev", "web"), web)
     nw_append(working("Dev", "docs"), section("2026-01-02", "[DECISION] Docs are built with mkdocs"))
     nw_append(working("Dev", "cli"), section("2026-01-02", "[OBSERVATION] The CLI parses flags twice"))
@@ -57,8 +60,7 @@ def _widen_budgets():
     Memory.objects.update(core_char_budget=100_000, working_char_budget=100_000)
 
 
-def test_appends_racing_passes_and_decisions_are_all_kept_and_every_decision_reaches_the_files(
-        root, working, approver):
+def test_appends_racing_passes_and_decisions_are_all_kept_and_every_decision_reaches_the_files(root, working, approver):
     _seed(working)
     assert not sync_pass(root).failed
     _widen_budgets()
@@ -71,10 +73,14 @@ def test_appends_racing_passes_and_decisions_are_all_kept_and_every_decision_rea
     assert proposal.status == "pending", proposal.validation_errors
 
     decisions = [
-        lambda: services.lesson_update(lesson=Lesson.objects.get(memory=cli, text="The CLI parses flags twice"),
-                                       actor=person, text="The CLI parses its flags twice on start"),
-        lambda: services.lesson_delete(lesson=Lesson.objects.get(memory=docs, text="Docs are built with mkdocs"),
-                                       actor=person),
+        lambda: services.lesson_update(
+            lesson=Lesson.objects.get(memory=cli, text="The CLI parses flags twice"),
+            actor=person,
+            text="The CLI parses its flags twice on start",
+        ),
+        lambda: services.lesson_delete(
+            lesson=Lesson.objects.get(memory=docs, text="Docs are built with mkdocs"), actor=person
+        ),
         lambda: promotion_approve(candidate=candidate, actor=person),
         lambda: compaction_apply(proposal=proposal, actor=person),
     ]
@@ -110,8 +116,9 @@ def test_appends_racing_passes_and_decisions_are_all_kept_and_every_decision_rea
     assert candidate.text in core and "Stripe" not in working("Dev", "api").read_text()
     web_file = working("Dev", "web").read_text()
     active_web = set(Lesson.objects.filter(memory=web, status="active").values_list("text", flat=True))
-    compacted_away = set(Lesson.objects.filter(memory=web, status__in=["superseded", "deleted"])
-                         .values_list("text", flat=True))
+    compacted_away = set(
+        Lesson.objects.filter(memory=web, status__in=["superseded", "deleted"]).values_list("text", flat=True)
+    )
     assert compacted_away and all(text not in web_file for text in compacted_away - active_web)
 
     before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
@@ -161,8 +168,11 @@ def test_passes_racing_people_on_other_connections_lose_nothing(root, working, a
         finally:
             connections.close_all()
 
-    threads = [threading.Thread(target=_writer, args=(working, stop, errors)), threading.Thread(target=people),
-               threading.Thread(target=passes)]
+    threads = [
+        threading.Thread(target=_writer, args=(working, stop, errors)),
+        threading.Thread(target=people),
+        threading.Thread(target=passes),
+    ]
     for t in threads:
         t.start()
     threads[0].join()

@@ -25,6 +25,7 @@ pytestmark = pytest.mark.django_db
 def get_memory_of_nothing():
     return "## Core Lessons\n\n## Working Memory\n"
 
+
 op = st.one_of(
     st.tuples(st.just("append"), st.integers(1, 3)),  # Night Watch appends a section of n lines
     st.tuples(st.just("rewrite_drop"), st.integers(0, 50)),  # Night Watch removes the k-th bullet
@@ -123,8 +124,10 @@ class World:
             if self.file.exists():
                 report = engine.sync_pass(self.root)
                 assert not report.failed, [f.error for f in report.failed]
-                event(f"pass: retried {min(sum(f.retries for f in report.folders), 1)}, "
-                      f"Night Watch removals {min(sum(f.removed for f in report.folders), 1)}")
+                event(
+                    f"pass: retried {min(sum(f.retries for f in report.folders), 1)}, "
+                    f"Night Watch removals {min(sum(f.removed for f in report.folders), 1)}"
+                )
         finally:
             monkeypatch.setattr(engine, "_write", real_write)
             monkeypatch.setattr(engine.os, "replace", real_replace)
@@ -140,8 +143,7 @@ class World:
             held |= {c.file_line, *c.earlier_file_lines}
         for text in visible:
             # Every line is a lesson (any status: a removal is a revertible deletion) or a conflict's text.
-            assert text in stored or any(text in line for line in held) or any(
-                s.startswith(text) for s in stored), text
+            assert text in stored or any(text in line for line in held) or any(s.startswith(text) for s in stored), text
         pending = SyncConflict.objects.filter(status="pending")
         event(f"conflicts waiting: {min(pending.count(), 2)}")
         queue = counts_by_source().get("file-conflicts", {})

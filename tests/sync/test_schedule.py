@@ -14,10 +14,13 @@ pytestmark = pytest.mark.django_db
 
 
 def _schedule(env):
-    code = ("import django, os; os.environ['DJANGO_SETTINGS_MODULE']='nightwatch.settings'; django.setup(); "
-            "from django.conf import settings; print(settings.CELERY_BEAT_SCHEDULE.get('night-watch-sync'))")
-    return subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True,
-                          text=True, check=True).stdout.strip()
+    code = (
+        "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='nightwatch.settings'; django.setup(); "
+        "from django.conf import settings; print(settings.CELERY_BEAT_SCHEDULE.get('night-watch-sync'))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def test_beat_runs_a_pass_every_minute_only_when_a_root_is_set(tmp_path):

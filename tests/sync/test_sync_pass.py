@@ -36,8 +36,11 @@ def test_an_agent_append_and_a_lead_edit_of_another_lesson_both_reach_the_file(r
     sync()
     memory = memory_of("Dev")
     nw_append(working(), section("2026-03-02", SECOND, category="TODO"))
-    services.lesson_update(lesson=_lesson(memory, "The retry loop uses a fixed delay"),
-                           actor=services.Actor.for_user(admin_user), text="The retry loop sleeps a fixed 2 s")
+    services.lesson_update(
+        lesson=_lesson(memory, "The retry loop uses a fixed delay"),
+        actor=services.Actor.for_user(admin_user),
+        text="The retry loop sleeps a fixed 2 s",
+    )
     report = sync()
 
     text = working().read_text()
@@ -49,13 +52,13 @@ def test_an_agent_append_and_a_lead_edit_of_another_lesson_both_reach_the_file(r
     assert (result.taken_in, result.written) == (1, ["working.md"])
 
 
-def test_a_second_pass_with_nothing_new_changes_no_byte_and_adds_no_row(root, sync, working, admin_user,
-                                                                        monkeypatch):
+def test_a_second_pass_with_nothing_new_changes_no_byte_and_adds_no_row(root, sync, working, admin_user, monkeypatch):
     nw_append(working(), section("2026-03-01", FIRST))
     nw_append(working("Maya"), section("2026-03-01", SECOND, category="TODO"))
     sync()
-    services.lesson_delete(lesson=Lesson.objects.get(text=SECOND.split("] ")[1]),
-                           actor=services.Actor.for_user(admin_user))
+    services.lesson_delete(
+        lesson=Lesson.objects.get(text=SECOND.split("] ")[1]), actor=services.Actor.for_user(admin_user)
+    )
     sync()
     before, rows = _tree(root), _rows()
 
@@ -72,12 +75,15 @@ def test_after_a_pass_night_watch_reads_exactly_the_compiled_memory(root, sync, 
     nw_append(working(), "- [PATTERN] An undated line before any section\n\n")
     nw_append(working(), section("2026-03-01", FIRST, "an untagged bullet"))
     core = working().with_name("core.md")
-    nw_append(core, "- [PATTERN] [PATTERN] Idempotency keys guard every charge (ref: a.ts#L3-L3) (promoted 2026-02-10)\n")
+    nw_append(
+        core, "- [PATTERN] [PATTERN] Idempotency keys guard every charge (ref: a.ts#L3-L3) (promoted 2026-02-10)\n"
+    )
     nw_append(working("Maya", "docs.site"), section("2026-03-02", SECOND, category="TODO"))
     sync()
     memory = memory_of("Dev")
-    services.lesson_create(memory=memory, text="Made in the dashboard", category="DECISION",
-                           actor=services.Actor.for_user(admin_user))
+    services.lesson_create(
+        memory=memory, text="Made in the dashboard", category="DECISION", actor=services.Actor.for_user(admin_user)
+    )
     sync()
     for synced in SyncedFolder.objects.select_related("memory"):
         assert get_memory(root / synced.folder).rstrip() == compile_memory(synced.memory).text.rstrip()
@@ -89,8 +95,10 @@ def test_night_watch_rewriting_its_file_is_a_revertible_batch_of_its_own(root, s
     sync()
     memory = memory_of("Dev")
     # Night Watch's compaction: the file rewritten in place, two lines folded into one, one kept.
-    nw_rewrite(working(), "- [OBSERVATION] Retries are fixed and webhooks arrive twice\n"
-                          "- [OBSERVATION] The test clock drifts\n")
+    nw_rewrite(
+        working(),
+        "- [OBSERVATION] Retries are fixed and webhooks arrive twice\n- [OBSERVATION] The test clock drifts\n",
+    )
     sync()
 
     batch = ChangeBatch.objects.get(kind=ChangeBatch.Kind.SYNC)
@@ -110,8 +118,11 @@ def test_a_line_a_person_changed_and_night_watch_rewrote_waits_for_a_person(root
     sync()
     memory = memory_of("Dev")
     person = services.Actor.for_user(admin_user)
-    services.lesson_update(lesson=_lesson(memory, "The retry loop uses a fixed delay"), actor=person,
-                           text="The retry loop uses a fixed 2 s delay")
+    services.lesson_update(
+        lesson=_lesson(memory, "The retry loop uses a fixed delay"),
+        actor=person,
+        text="The retry loop uses a fixed 2 s delay",
+    )
     nw_rewrite(working(), working().read_text().replace("uses a fixed delay", "has no backoff at all"))
     report = sync()
 
@@ -137,17 +148,23 @@ def test_a_line_a_person_changed_and_night_watch_rewrote_waits_for_a_person(root
     assert get_memory(working().parent).rstrip() == compile_memory(memory).text.rstrip()
 
 
-@pytest.mark.parametrize("choice, expected", [
-    ("dashboard", {"The retry loop uses a fixed 2 s delay"}),
-    ("both", {"The retry loop uses a fixed 2 s delay", "The retry loop has no backoff at all"}),
-])
+@pytest.mark.parametrize(
+    "choice, expected",
+    [
+        ("dashboard", {"The retry loop uses a fixed 2 s delay"}),
+        ("both", {"The retry loop uses a fixed 2 s delay", "The retry loop has no backoff at all"}),
+    ],
+)
 def test_a_conflict_settled_for_the_dashboard_or_both(root, sync, working, admin_user, choice, expected):
     nw_append(working(), section("2026-03-01", FIRST))
     sync()
     memory = memory_of("Dev")
     person = services.Actor.for_user(admin_user)
-    services.lesson_update(lesson=_lesson(memory, "The retry loop uses a fixed delay"), actor=person,
-                           text="The retry loop uses a fixed 2 s delay")
+    services.lesson_update(
+        lesson=_lesson(memory, "The retry loop uses a fixed delay"),
+        actor=person,
+        text="The retry loop uses a fixed 2 s delay",
+    )
     nw_rewrite(working(), working().read_text().replace("uses a fixed delay", "has no backoff at all"))
     sync()
     sync_conflict_resolve(conflict=SyncConflict.objects.get(), choice=choice, actor=person)
@@ -158,8 +175,9 @@ def test_a_conflict_settled_for_the_dashboard_or_both(root, sync, working, admin
         assert text in working().read_text()
 
 
-def test_a_person_deleting_what_night_watch_rewrote_is_a_conflict_and_both_removing_is_not(root, sync, working,
-                                                                                           admin_user):
+def test_a_person_deleting_what_night_watch_rewrote_is_a_conflict_and_both_removing_is_not(
+    root, sync, working, admin_user
+):
     nw_append(working(), section("2026-03-01", FIRST, "[OBSERVATION] Webhooks arrive twice"))
     sync()
     memory = memory_of("Dev")
@@ -178,8 +196,9 @@ def test_lines_matching_a_deleted_lesson_do_not_come_back(root, sync, working, a
     nw_append(working(), section("2026-03-01", FIRST))
     sync()
     memory = memory_of("Dev")
-    services.lesson_delete(lesson=_lesson(memory, "The retry loop uses a fixed delay"),
-                           actor=services.Actor.for_user(admin_user))
+    services.lesson_delete(
+        lesson=_lesson(memory, "The retry loop uses a fixed delay"), actor=services.Actor.for_user(admin_user)
+    )
     nw_append(working(), section("2026-03-01", FIRST))  # the agent says it again, same day
     sync()
     assert Lesson.objects.filter(memory=memory, status="active").count() == 0
@@ -195,13 +214,13 @@ def test_a_line_night_watch_wrote_twice_is_two_lessons(root, sync, working):
     assert Lesson.objects.filter(status="active").count() == 2
 
 
-def test_an_append_between_the_read_and_the_replace_is_not_overwritten(root, sync, working, admin_user,
-                                                                       monkeypatch):
+def test_an_append_between_the_read_and_the_replace_is_not_overwritten(root, sync, working, admin_user, monkeypatch):
     nw_append(working(), section("2026-03-01", FIRST))
     sync()
     memory = memory_of("Dev")
-    services.lesson_create(memory=memory, text="From the dashboard", category="DECISION",
-                           actor=services.Actor.for_user(admin_user))
+    services.lesson_create(
+        memory=memory, text="From the dashboard", category="DECISION", actor=services.Actor.for_user(admin_user)
+    )
     real_write, raced = engine._write, []
 
     def append_first(read, data, folder):
@@ -217,13 +236,13 @@ def test_an_append_between_the_read_and_the_replace_is_not_overwritten(root, syn
     assert Lesson.objects.filter(memory=memory, status="active").count() == 3
 
 
-def test_an_append_to_the_old_inode_right_after_the_replace_is_taken_in(root, sync, working, admin_user,
-                                                                        monkeypatch):
+def test_an_append_to_the_old_inode_right_after_the_replace_is_taken_in(root, sync, working, admin_user, monkeypatch):
     nw_append(working(), section("2026-03-01", FIRST))
     sync()
     memory = memory_of("Dev")
-    services.lesson_create(memory=memory, text="From the dashboard", category="DECISION",
-                           actor=services.Actor.for_user(admin_user))
+    services.lesson_create(
+        memory=memory, text="From the dashboard", category="DECISION", actor=services.Actor.for_user(admin_user)
+    )
     real_replace, late = os.replace, []
 
     def replace_then_late_append(src, dst):
@@ -247,8 +266,9 @@ def test_an_append_to_the_old_inode_right_after_the_replace_is_taken_in(root, sy
     assert _tree(root) == before
 
 
-def test_a_folder_that_cannot_be_synced_fails_alone_and_the_command_exits_non_zero(root, working, settings,
-                                                                                   run_command):
+def test_a_folder_that_cannot_be_synced_fails_alone_and_the_command_exits_non_zero(
+    root, working, settings, run_command
+):
     from django.core.management.base import CommandError
 
     settings.LESSON_MAX_CHARS = 200

@@ -27,15 +27,19 @@ def test_a_curator_keeps_both_texts(client_for, curator, conflict, sync, working
     conflict.refresh_from_db()
     assert (conflict.status, conflict.choice, conflict.resolved_by) == ("resolved", "both", curator)
     assert set(Lesson.objects.filter(status="active").values_list("text", flat=True)) == {
-        "The retry loop uses a fixed 2 s delay", "The retry loop has <b>no</b> backoff"}
+        "The retry loop uses a fixed 2 s delay",
+        "The retry loop has <b>no</b> backoff",
+    }
     sync()
     text = working().read_text()
     assert "fixed 2 s delay" in text and "has <b>no</b> backoff" in text
 
 
 def test_a_viewer_cannot_settle_and_a_bad_choice_changes_nothing(client_for, viewer, curator, conflict):
-    assert client_for(viewer).post(reverse("sync-conflict-resolve", args=[conflict.pk]),
-                                   {"choice": "file"}).status_code == 403
+    assert (
+        client_for(viewer).post(reverse("sync-conflict-resolve", args=[conflict.pk]), {"choice": "file"}).status_code
+        == 403
+    )
     client = client_for(curator)
     response = client.post(reverse("sync-conflict-resolve", args=[conflict.pk]), {"choice": "neither"}, follow=True)
     assert b"Pick one of" in response.content

@@ -6,8 +6,7 @@ from django.urls import reverse
 pytestmark = pytest.mark.django_db
 
 
-def test_lists_waiting_conflicts_in_a_fixed_number_of_queries(client_for, viewer, conflict,
-                                                              django_assert_num_queries):
+def test_lists_waiting_conflicts_in_a_fixed_number_of_queries(client_for, viewer, conflict, django_assert_num_queries):
     client = client_for(viewer)
     # session, user, user permissions, group permissions, the nav's review counts (one UNION), the conflicts
     # with their memories and folders

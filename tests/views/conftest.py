@@ -8,8 +8,13 @@ LOGIN = "/accounts/login/"
 
 @pytest.fixture
 def lesson(memory):
-    return make_lesson(memory, "Always check `session.user` in src/auth/login.py", category="PATTERN", tier="core",
-                       refs="src/auth/login.py#L42-L45")
+    return make_lesson(
+        memory,
+        "Always check `session.user` in src/auth/login.py",
+        category="PATTERN",
+        tier="core",
+        refs="src/auth/login.py#L42-L45",
+    )
 
 
 @pytest.fixture

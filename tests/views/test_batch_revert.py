@@ -8,8 +8,9 @@ def url(batch):
 
 
 def _job_batch(memory):
-    batch = services.batch_create(memory=memory, kind=ChangeBatch.Kind.REFLECTION,
-                                  actor=services.Actor.job("reflection 12"), label="after review")
+    batch = services.batch_create(
+        memory=memory, kind=ChangeBatch.Kind.REFLECTION, actor=services.Actor.job("reflection 12"), label="after review"
+    )
     lessons = [make_lesson(memory, f"Job lesson {i}", batch=batch) for i in range(3)]
     return batch, lessons
 

@@ -78,8 +78,10 @@ def test_a_change_others_depend_on_is_reverted_with_them_and_says_so(client_for,
     response = client_for(approver).post(url(create))
     assert response.status_code == 302
     (message,) = [str(m) for m in get_messages(response.wsgi_request)]
-    assert message == (f"Change #{create.pk} reverted, together with the 3 changes of Promotion #{batch.pk} "
-                       "that would otherwise have lost their knowledge.")
+    assert message == (
+        f"Change #{create.pk} reverted, together with the 3 changes of Promotion #{batch.pk} "
+        "that would otherwise have lost their knowledge."
+    )
     assert set(batch.memory.lessons.filter(tier="working").values_list("status", flat=True)) == {LessonStatus.ACTIVE}
 
 

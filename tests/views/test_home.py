@@ -1,8 +1,9 @@
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
+from datetime import timezone as dt_timezone
 
 from django.utils import timezone
 
-from memory.review_queue import pending_review_counts, register_review_source, _SOURCES
+from memory.review_queue import _SOURCES, pending_review_counts, register_review_source
 from tests.factories import MemoryFactory, PersonaFactory, ProjectFactory, make_lesson
 from tests.views.conftest import assert_login_redirect
 
@@ -23,7 +24,7 @@ def test_grid_shows_counts_budgets_and_dates(client_for, viewer, memory):
     make_lesson(memory, "Core rule", category="PATTERN", tier="core")
     make_lesson(memory, "Working note one")
     make_lesson(memory, "Working note two")
-    memory.last_reflected_at = datetime(2026, 3, 4, 12, tzinfo=dt_timezone.utc)
+    memory.last_reflected_at = datetime(2026, 3, 4, 12, tzinfo=UTC)
     memory.save()
     html = client_for(viewer).get(URL).content.decode()
     assert memory.persona.name in html and memory.project.name in html
@@ -75,8 +76,13 @@ def _fill(n, personas=2, projects=2):
         for project in projects:
             memory = MemoryFactory(persona=persona, project=project)
             for i in range(n):
-                make_lesson(memory, f"Lesson {i} about src/m{i}.py", refs=f"src/m{i}.py#L{i + 1}",
-                            tier="core" if i % 5 == 0 else "working", category="PATTERN")
+                make_lesson(
+                    memory,
+                    f"Lesson {i} about src/m{i}.py",
+                    refs=f"src/m{i}.py#L{i + 1}",
+                    tier="core" if i % 5 == 0 else "working",
+                    category="PATTERN",
+                )
 
 
 def _count(client, django_assert_num_queries, expected, url=URL):

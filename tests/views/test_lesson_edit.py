@@ -7,8 +7,13 @@ def url(lesson):
 
 
 def post_data(**overrides):
-    data = {"text": "Check **session.user** first", "category": "DECISION", "relevance": "high",
-            "refs": "src/auth/login.py#L1-L5, src/auth/views.py", "reason": "clearer"}
+    data = {
+        "text": "Check **session.user** first",
+        "category": "DECISION",
+        "relevance": "high",
+        "refs": "src/auth/login.py#L1-L5, src/auth/views.py",
+        "reason": "clearer",
+    }
     data.update(overrides)
     return data
 
@@ -79,7 +84,11 @@ def test_row_after_an_inline_edit_keeps_its_coverage_chip(client_for, curator, m
     observation = make_lesson(memory, "Retry decorator swallows TimeoutError", refs="src/common/retry.py#L5-L22")
     page = client_for(curator).get(memory.get_absolute_url()).content.decode()
     assert 'data-coverage="uncited"' in page
-    html = client_for(curator).post(url(observation), post_data(category="OBSERVATION"), HTTP_HX_REQUEST="true").content.decode()
+    html = (
+        client_for(curator)
+        .post(url(observation), post_data(category="OBSERVATION"), HTTP_HX_REQUEST="true")
+        .content.decode()
+    )
     assert 'data-coverage="uncited"' in html
 
 

@@ -47,8 +47,9 @@ def test_query_count_does_not_grow(client_for, viewer, curator, lesson, django_a
         client.get(url(lesson))
 
 
-def test_page_size_bounds_the_changes_read_and_shown(client_for, viewer, curator, lesson, monkeypatch,
-                                                     django_assert_num_queries):
+def test_page_size_bounds_the_changes_read_and_shown(
+    client_for, viewer, curator, lesson, monkeypatch, django_assert_num_queries
+):
     from memory.lessons.views import history
 
     monkeypatch.setattr(history, "CHANGES_PER_PAGE", 3)

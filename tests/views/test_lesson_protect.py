@@ -22,7 +22,9 @@ def test_viewer_gets_403(client_for, viewer, lesson):
 
 def test_htmx_protect_and_unprotect(client_for, curator, lesson):
     client = client_for(curator)
-    html = client.post(url(lesson), {"protected": "1", "reason": "foundational"}, HTTP_HX_REQUEST="true").content.decode()
+    html = client.post(
+        url(lesson), {"protected": "1", "reason": "foundational"}, HTTP_HX_REQUEST="true"
+    ).content.decode()
     lesson.refresh_from_db()
     assert lesson.protected and "Unprotect" in html and "<html" not in html
     assert Change.objects.filter(lesson=lesson).first().batch.reason == "foundational"

@@ -19,7 +19,11 @@ def test_full_page_redirects_to_the_memory(client_for, viewer, lesson):
 
 def test_htmx_row_returns_to_the_page_the_browser_is_on(client_for, curator, lesson):
     page = f"http://testserver/memories/{lesson.memory_id}/?tier=core"
-    html = client_for(curator).get(f"/lessons/{lesson.pk}/", HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL=page).content.decode()
+    html = (
+        client_for(curator)
+        .get(f"/lessons/{lesson.pk}/", HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL=page)
+        .content.decode()
+    )
     assert f'value="{page.replace("&", "&amp;")}#lesson-{lesson.pk}"' in html
     html = client_for(curator).get(f"/lessons/{lesson.pk}/", HTTP_HX_REQUEST="true").content.decode()
     assert f'value="{lesson.memory.get_absolute_url()}#lesson-{lesson.pk}"' in html

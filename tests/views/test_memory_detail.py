@@ -119,8 +119,13 @@ def test_unknown_memory_is_404(client_for, viewer, db):
 
 def _fill(memory, n, start=0):
     for i in range(start, start + n):
-        make_lesson(memory, f"Lesson {i} on src/m{i}.py", refs=f"src/m{i}.py#L{i + 1}",
-                    tier="core" if i % 10 == 0 else "working", category="PATTERN")
+        make_lesson(
+            memory,
+            f"Lesson {i} on src/m{i}.py",
+            refs=f"src/m{i}.py#L{i + 1}",
+            tier="core" if i % 10 == 0 else "working",
+            category="PATTERN",
+        )
 
 
 def test_query_count_does_not_grow_with_lessons(client_for, viewer, memory, django_assert_num_queries):
@@ -144,9 +149,15 @@ def test_budget_state_follows_changes(client_for, curator, memory):
     lesson = make_lesson(memory, "Only lesson", tier="core", category="PATTERN")
     client = client_for(curator)
     assert "1 core lessons" not in client.get(url(memory)).content.decode()
-    assert '<span class="stat-num">1</span><span class="stat-label">core lessons' in client.get(url(memory)).content.decode()
+    assert (
+        '<span class="stat-num">1</span><span class="stat-label">core lessons'
+        in client.get(url(memory)).content.decode()
+    )
     services.lesson_delete(lesson=lesson, actor=SYSTEM)
-    assert '<span class="stat-num">0</span><span class="stat-label">core lessons' in client.get(url(memory)).content.decode()
+    assert (
+        '<span class="stat-num">0</span><span class="stat-label">core lessons'
+        in client.get(url(memory)).content.decode()
+    )
 
 
 def test_a_path_with_lines_matches_the_lessons_whose_ranges_contain_them(client_for, viewer, memory):
@@ -155,8 +166,9 @@ def test_a_path_with_lines_matches_the_lessons_whose_ranges_contain_them(client_
     whole_file = make_lesson(memory, "About the whole file", refs="src/plugins/auth.ts")
     make_lesson(memory, "Below the line", refs="src/plugins/auth.ts#L40-L60")
     make_lesson(memory, "Line 20 of another file", refs="src/plugins/other.ts#L1-L99")
-    make_lesson(memory, "Two refs, the right file away from line 20",
-                refs="src/plugins/auth.ts#L90, src/plugins/other.ts#L20")
+    make_lesson(
+        memory, "Two refs, the right file away from line 20", refs="src/plugins/auth.ts#L90, src/plugins/other.ts#L20"
+    )
     client = client_for(viewer)
     found = lesson_ids(client.get(url(memory, "path=src/plugins/auth.ts%23L20")).content.decode())
     assert sorted(found) == sorted([covering.pk, single.pk, whole_file.pk])

@@ -13,10 +13,15 @@ def test_anonymous_goes_to_login(client, memory):
 
 
 def test_newest_first_with_who_what_why_and_diff(client_for, viewer, curator, memory, lesson):
-    services.lesson_update(lesson=lesson, actor=services.Actor.for_user(curator), reason="tighter wording",
-                           text="Always check session.user in login")
-    job = services.batch_create(memory=memory, kind=ChangeBatch.Kind.REFINEMENT, actor=services.Actor.job("refinement run 7"),
-                                label="dedupe")
+    services.lesson_update(
+        lesson=lesson,
+        actor=services.Actor.for_user(curator),
+        reason="tighter wording",
+        text="Always check session.user in login",
+    )
+    job = services.batch_create(
+        memory=memory, kind=ChangeBatch.Kind.REFINEMENT, actor=services.Actor.job("refinement run 7"), label="dedupe"
+    )
     make_lesson(memory, "Added by the job", batch=job)
     html = client_for(viewer).get(url(memory)).content.decode()
     assert html.index("refinement run 7") < html.index("tighter wording") < html.index("tests")
@@ -59,14 +64,16 @@ def test_query_count_does_not_grow(client_for, viewer, memory, django_assert_num
         client.get(url(memory))
 
 
-def test_page_size_bounds_the_batches_and_the_changes_shown(client_for, curator, memory, monkeypatch,
-                                                           django_assert_num_queries):
+def test_page_size_bounds_the_batches_and_the_changes_shown(
+    client_for, curator, memory, monkeypatch, django_assert_num_queries
+):
     from memory.lessons.views import history
 
     monkeypatch.setattr(history, "BATCHES_PER_PAGE", 2)
     monkeypatch.setattr(history, "CHANGES_PER_BATCH", 3)
-    big = services.batch_create(memory=memory, kind=ChangeBatch.Kind.IMPORT, actor=services.Actor.job("import"),
-                                label="big import")
+    big = services.batch_create(
+        memory=memory, kind=ChangeBatch.Kind.IMPORT, actor=services.Actor.job("import"), label="big import"
+    )
     for i in range(7):
         make_lesson(memory, f"Imported {i}", batch=big)
     for i in range(2):

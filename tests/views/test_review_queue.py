@@ -17,8 +17,12 @@ pytestmark = pytest.mark.django_db
 
 def _promotion_and_compaction(memory):
     for day in (1, 2, 3):
-        make_lesson(memory, "Refresh tokens skip the expiry check in the auth middleware",
-                    refs="src/auth/middleware.ts#L23-L30", day=date(2026, 1, day))
+        make_lesson(
+            memory,
+            "Refresh tokens skip the expiry check in the auth middleware",
+            refs="src/auth/middleware.ts#L23-L30",
+            day=date(2026, 1, day),
+        )
     promotion_detect(memory=memory)
     compaction_propose(memory=memory, actor=SYSTEM)
     assert PromotionCandidate.objects.filter(memory=memory, status="pending").count() == 1
@@ -59,16 +63,19 @@ def test_home_lists_each_kind_with_its_link_and_the_badge_agrees(client_for, vie
     _promotion_and_compaction(memory)
     _run(memory, RefinementRun.Status.TERMINATED, 10)
     html = client_for(viewer).get("/").content.decode()
-    panel = html[html.index('id="review-heading"'):html.index("</section>", html.index('id="review-heading"'))]
+    panel = html[html.index('id="review-heading"') : html.index("</section>", html.index('id="review-heading"'))]
     assert re.search(r'href="/promotions/"><strong>1</strong> promotion</a>', panel)
     assert re.search(r'href="/compactions/"><strong>1</strong> compaction</a>', panel)
     assert re.search(r'href="/refinement/"><strong>1</strong> refinement run to look at</a>', panel)
     # The memory's cell says the same, kind by kind.
     assert 'data-review="promotions">1 promotion<' in html and 'data-review="compactions">1 compaction<' in html
     # The nav's Memories badge is the total; the Promotions badge counts promotions only.
-    nav = html[html.index('aria-label="Main"'):html.index("</nav>", html.index('aria-label="Main"'))]
-    assert re.search(r"Memories <span class=\"badge badge-accent\" title=\"Waiting for review: 1 promotion, 1 compaction, "
-                     r"1 refinement run to look at\">3<", nav)
+    nav = html[html.index('aria-label="Main"') : html.index("</nav>", html.index('aria-label="Main"'))]
+    assert re.search(
+        r"Memories <span class=\"badge badge-accent\" title=\"Waiting for review: 1 promotion, 1 compaction, "
+        r"1 refinement run to look at\">3<",
+        nav,
+    )
     assert re.search(r'id="promotions-badge"[^>]*>1</span>', nav)
 
 

@@ -25,12 +25,25 @@ def _read_filters(params):
 
 def _teams(user):
     """[{id, name, slug, memories, archived}] of the teams whose memories the user sees (one query)."""
-    rows = (visible_memories(user).order_by().values("project__team_id", "project__team__name", "project__team__slug")
-            .annotate(memories=Count("id", filter=Q(persona__archived_at__isnull=True)),
-                      archived=Count("id", filter=Q(persona__archived_at__isnull=False))))
-    teams = [{"id": r["project__team_id"], "name": r["project__team__name"] or "No team",
-              "slug": r["project__team__slug"] or "none", "memories": r["memories"], "archived": r["archived"]}
-             for r in rows]
+    rows = (
+        visible_memories(user)
+        .order_by()
+        .values("project__team_id", "project__team__name", "project__team__slug")
+        .annotate(
+            memories=Count("id", filter=Q(persona__archived_at__isnull=True)),
+            archived=Count("id", filter=Q(persona__archived_at__isnull=False)),
+        )
+    )
+    teams = [
+        {
+            "id": r["project__team_id"],
+            "name": r["project__team__name"] or "No team",
+            "slug": r["project__team__slug"] or "none",
+            "memories": r["memories"],
+            "archived": r["archived"],
+        }
+        for r in rows
+    ]
     return sorted(teams, key=lambda t: (t["id"] is None, t["name"].lower()))
 
 
@@ -50,8 +63,8 @@ def home(request):
         "teams": teams,
         # A one-team install has no teams at all: no headings, nothing new to read.
         "show_teams": any(t["id"] is not None for t in teams),
-        "memory_count": sum(t["memories"] for t in teams) + (sum(t["archived"] for t in teams)
-                                                             if filters["include_archived"] else 0),
+        "memory_count": sum(t["memories"] for t in teams)
+        + (sum(t["archived"] for t in teams) if filters["include_archived"] else 0),
         "archived_count": sum(t["archived"] for t in teams),
         "page": page,
         "cards": memory_cards(shown, counts_by_source([m.pk for m in shown]) if shown else {}),

@@ -12,24 +12,30 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
 from memory import services
+from memory.access import CURATE, get_for_user_or_404
 from memory.lessons.selectors import budget_state, lesson_with_context
+from memory.lessons.views.memory_page import add_coverage, lesson_rows
 from memory.models import ALL_CATEGORIES, CORE_CATEGORIES, Category, Lesson, LessonStatus, Relevance, Tier
 from memory.refs import format_ref_list
-from memory.access import CURATE, get_for_user_or_404
 from memory.roles import curator_required, viewer_required
 from memory.services import MAX_LESSON_CHARS
 from memory.web import actor_for, error_messages, reason_from, safe_next
-from memory.lessons.views.memory_page import add_coverage, lesson_rows
 
 
 class LessonEditForm(forms.Form):
     text = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=MAX_LESSON_CHARS)
     category = forms.ChoiceField()
     relevance = forms.ChoiceField(choices=Relevance.choices)
-    refs = forms.CharField(required=False, help_text="Comma-separated, e.g. src/auth/login.py#L42-L45",
-                           widget=forms.TextInput(attrs={"placeholder": "src/app.py#L10-L20, docs/adr/0003.md"}))
-    reason = forms.CharField(required=False, max_length=1000, widget=forms.TextInput(
-        attrs={"placeholder": "Why? (optional, kept in history)"}))
+    refs = forms.CharField(
+        required=False,
+        help_text="Comma-separated, e.g. src/auth/login.py#L42-L45",
+        widget=forms.TextInput(attrs={"placeholder": "src/app.py#L10-L20, docs/adr/0003.md"}),
+    )
+    reason = forms.CharField(
+        required=False,
+        max_length=1000,
+        widget=forms.TextInput(attrs={"placeholder": "Why? (optional, kept in history)"}),
+    )
 
     def __init__(self, *args, lesson, **kwargs):
         super().__init__(*args, **kwargs)
@@ -42,12 +48,15 @@ class LessonEditForm(forms.Form):
 
     @classmethod
     def for_lesson(cls, lesson):
-        return cls(lesson=lesson, initial={
-            "text": lesson.text,
-            "category": lesson.category,
-            "relevance": lesson.relevance,
-            "refs": format_ref_list(lesson.refs.all()),
-        })
+        return cls(
+            lesson=lesson,
+            initial={
+                "text": lesson.text,
+                "category": lesson.category,
+                "relevance": lesson.relevance,
+                "refs": format_ref_list(lesson.refs.all()),
+            },
+        )
 
     def add_service_errors(self, exc):
         for field, msgs in getattr(exc, "message_dict", {None: error_messages(exc)}).items():
@@ -86,8 +95,9 @@ def lesson_row(request, lesson_id):
 
 @curator_required
 def lesson_edit(request, lesson_id):
-    lesson = get_for_user_or_404(request.user, Lesson.objects.select_related("memory__persona", "memory__project"),
-                                 pk=lesson_id, action=CURATE)
+    lesson = get_for_user_or_404(
+        request.user, Lesson.objects.select_related("memory__persona", "memory__project"), pk=lesson_id, action=CURATE
+    )
     if lesson.status != LessonStatus.ACTIVE:
         error = f"This lesson is {lesson.get_status_display().lower()}: restore it before editing it."
         if request.htmx:
@@ -100,8 +110,13 @@ def lesson_edit(request, lesson_id):
             data = form.cleaned_data
             try:
                 services.lesson_update(
-                    lesson=lesson, actor=actor_for(request), reason=data["reason"].strip(),
-                    text=data["text"], category=data["category"], relevance=data["relevance"], refs=data["refs"],
+                    lesson=lesson,
+                    actor=actor_for(request),
+                    reason=data["reason"].strip(),
+                    text=data["text"],
+                    category=data["category"],
+                    relevance=data["relevance"],
+                    refs=data["refs"],
                 )
             except (ValidationError, PermissionDenied) as exc:
                 form.add_service_errors(exc)
@@ -112,8 +127,12 @@ def lesson_edit(request, lesson_id):
                 return _back(request, lesson)
     else:
         form = LessonEditForm.for_lesson(lesson)
-    context = {"form": form, "lesson": lesson, "memory": lesson.memory,
-               "next": safe_next(request, lesson.memory.get_absolute_url())}
+    context = {
+        "form": form,
+        "lesson": lesson,
+        "memory": lesson.memory,
+        "next": safe_next(request, lesson.memory.get_absolute_url()),
+    }
     template = "memory/lessons/lesson_edit.html" + ("#edit-form" if request.htmx else "")
     # htmx only swaps 2xx responses, so the form with its errors comes back as 200 there.
     status = 400 if form.errors and not request.htmx else 200
@@ -141,9 +160,11 @@ def _curate(request, lesson_id, action, done):
 def lesson_protect(request, lesson_id):
     protect = request.POST.get("protected", "1") == "1"
     return _curate(
-        request, lesson_id,
+        request,
+        lesson_id,
         lambda lesson: services.lesson_set_protected(
-            lesson=lesson, protected=protect, actor=actor_for(request), reason=reason_from(request)),
+            lesson=lesson, protected=protect, actor=actor_for(request), reason=reason_from(request)
+        ),
         "Lesson protected." if protect else "Lesson unprotected.",
     )
 
@@ -152,7 +173,8 @@ def lesson_protect(request, lesson_id):
 @curator_required
 def lesson_delete(request, lesson_id):
     return _curate(
-        request, lesson_id,
+        request,
+        lesson_id,
         lambda lesson: services.lesson_delete(lesson=lesson, actor=actor_for(request), reason=reason_from(request)),
         "Lesson deleted. It stays in history and can be restored.",
     )
@@ -162,7 +184,8 @@ def lesson_delete(request, lesson_id):
 @curator_required
 def lesson_restore(request, lesson_id):
     return _curate(
-        request, lesson_id,
+        request,
+        lesson_id,
         lambda lesson: services.lesson_restore(lesson=lesson, actor=actor_for(request), reason=reason_from(request)),
         "Lesson restored.",
     )

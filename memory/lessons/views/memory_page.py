@@ -47,8 +47,9 @@ def lesson_rows(memory, lessons, budget):
             elif before is False and in_prompt:
                 marker = "cut-end"
             previous_in_prompt[lesson.tier] = in_prompt
-        rows.append({"lesson": lesson, "refs": refs, "active": active, "cut": active and not in_prompt,
-                     "marker": marker})
+        rows.append(
+            {"lesson": lesson, "refs": refs, "active": active, "cut": active and not in_prompt, "marker": marker}
+        )
     return rows
 
 

@@ -1,8 +1,8 @@
 from django.template.response import TemplateResponse
 
 from memory.lessons.addressing import resolve_memory
-from memory.roles import viewer_required
 from memory.lessons.selectors import budget_state
+from memory.roles import viewer_required
 from memory.selectors import WORKING_HEADING, compiled_memory_text
 from personas.compiler import compile_system_prompt, persona_sections
 

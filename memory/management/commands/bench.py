@@ -29,9 +29,12 @@ class Command(BaseCommand):
         missed = [f for f in figures if f.met is False]
         self.stdout.write("")
         if missed:
-            self.stdout.write(self.style.WARNING(
-                f"{len(missed)} target(s) missed: " + "; ".join(f"{f.label} ({f.value:,.3f} {f.unit})" for f in missed)
-            ))
+            self.stdout.write(
+                self.style.WARNING(
+                    f"{len(missed)} target(s) missed: "
+                    + "; ".join(f"{f.label} ({f.value:,.3f} {f.unit})" for f in missed)
+                )
+            )
             if strict:
                 raise CommandError("benchmark targets missed")
         else:

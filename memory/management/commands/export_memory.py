@@ -19,9 +19,13 @@ class Command(BaseCommand):
         parser.add_argument("root", help="the folder to write one folder per persona into")
         parser.add_argument("--persona", help="only this persona (name, any case)")
         parser.add_argument("--project", help="only this project (slug)")
-        parser.add_argument("--layout", choices=sorted(LAYOUTS), default="nightwatch",
-                            help="workspace: <root>/<persona>/<project>/ with SOUL.md, MEMORY.md, TOOLS.md, AGENTS.md, "
-                                 "memory/YYYY-MM-DD.md and .learnings/")
+        parser.add_argument(
+            "--layout",
+            choices=sorted(LAYOUTS),
+            default="nightwatch",
+            help="workspace: <root>/<persona>/<project>/ with SOUL.md, MEMORY.md, TOOLS.md, AGENTS.md, "
+            "memory/YYYY-MM-DD.md and .learnings/",
+        )
 
     def handle(self, *args, root, persona, project, layout="nightwatch", **options):
         try:
@@ -35,10 +39,13 @@ class Command(BaseCommand):
             self.stdout.write(f"{f.status}: {f.path.relative_to(report.root)} — {f.lessons} lesson(s){backup}")
         for reason in report.skipped:
             self.stdout.write(self.style.ERROR(f"error: {reason}"))
-        self.stdout.write(self.style.SUCCESS(
-            f"{report.count('written')} written, {report.count('replaced')} replaced, "
-            f"{report.count('unchanged')} unchanged under {report.root}"
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"{report.count('written')} written, {report.count('replaced')} replaced, "
+                f"{report.count('unchanged')} unchanged under {report.root}"
+            )
+        )
         if report.skipped:
-            raise CommandError(f"{len(report.skipped)} memory(ies) could not be exported (listed above); "
-                               "the others were written")
+            raise CommandError(
+                f"{len(report.skipped)} memory(ies) could not be exported (listed above); the others were written"
+            )

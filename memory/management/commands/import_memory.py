@@ -28,19 +28,20 @@ class Command(BaseCommand):
         parser.add_argument("--layout", choices=sorted(LAYOUTS), default="nightwatch")
         parser.add_argument("--dry-run", action="store_true", help="report what would be added, write nothing")
         parser.add_argument(
-            "--follow-symlinks", action="store_true",
+            "--follow-symlinks",
+            action="store_true",
             help="read files and folders that are symbolic links (skipped and reported by default)",
         )
         parser.add_argument(
-            "--notify", action="store_true",
+            "--notify",
+            action="store_true",
             help="wake the features that react to new working lessons (promotion detection, compaction checks)",
         )
 
     def handle(self, *args, root, layout, dry_run, notify, follow_symlinks=False, **options):
         try:
             tree = LAYOUTS[layout](root, follow_symlinks=follow_symlinks)
-            report = memory_import_tree(tree=tree, actor=Actor.system("import_memory"), dry_run=dry_run,
-                                        notify=notify)
+            report = memory_import_tree(tree=tree, actor=Actor.system("import_memory"), dry_run=dry_run, notify=notify)
         except TreeError as exc:
             raise CommandError(f"{exc}. Nothing was imported.") from None
         out = self.stdout
@@ -57,7 +58,9 @@ class Command(BaseCommand):
             out.write(self.style.WARNING(f"warning: {warning}"))
         unparsed = report.unparsed
         if unparsed:
-            out.write(self.style.WARNING(f"{len(unparsed)} line(s) could not be parsed; kept verbatim as unparsed lessons:"))
+            out.write(
+                self.style.WARNING(f"{len(unparsed)} line(s) could not be parsed; kept verbatim as unparsed lessons:")
+            )
             for line in unparsed:
                 out.write(f"  {line.where}: {line.problem}: {_preview(line.raw_line)}")
         rejected = report.rejected
@@ -67,7 +70,9 @@ class Command(BaseCommand):
             for line in rejected:
                 out.write(self.style.ERROR(f"  error: {line.where}: {line.problem}"))
         verb = "Would add" if dry_run else "Added"
-        out.write(self.style.SUCCESS(
-            f"{verb} {report.added} lesson(s) in {len(report.memories)} memories; "
-            f"{report.already_present} already present."
-        ))
+        out.write(
+            self.style.SUCCESS(
+                f"{verb} {report.added} lesson(s) in {len(report.memories)} memories; "
+                f"{report.already_present} already present."
+            )
+        )

@@ -19,8 +19,11 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--token", default="", help=f"the agent token (default: ${TOKEN_ENV}; the variable "
-                                                         "keeps it out of the process list)")
+        parser.add_argument(
+            "--token",
+            default="",
+            help=f"the agent token (default: ${TOKEN_ENV}; the variable keeps it out of the process list)",
+        )
 
     def handle(self, *args, token, **options):
         raw = (token or os.environ.get(TOKEN_ENV, "")).strip()

@@ -21,16 +21,23 @@ def _pending():
 def _grown_detection_candidates():
     """Detection's candidates whose lessons are no longer the group it stored: more than the cap, or
     evidence that changed after the candidate was made (its fingerprint is of the group as found)."""
-    return [c for c in _pending().filter(detector=DETECTOR).only("pk", "memory_id", "evidence", "fingerprint")
-            if c.evidence.get("source") != REFLECTOR
-            and (len(c.evidence.get("lessons", ())) > detection.MAX_MEMBERS or c.fingerprint != _fingerprint(c.evidence))]
+    return [
+        c
+        for c in _pending().filter(detector=DETECTOR).only("pk", "memory_id", "evidence", "fingerprint")
+        if c.evidence.get("source") != REFLECTOR
+        and (len(c.evidence.get("lessons", ())) > detection.MAX_MEMBERS or c.fingerprint != _fingerprint(c.evidence))
+    ]
 
 
 def _outdated_memory_ids():
     # The source is checked in Python: a JSON key lookup is NULL where the key is missing.
-    return {memory_id for memory_id, evidence in
-            _pending().exclude(detector__in=(DETECTOR, REFLECTOR)).values_list("memory_id", "evidence")
-            if evidence.get("source") != REFLECTOR}
+    return {
+        memory_id
+        for memory_id, evidence in _pending()
+        .exclude(detector__in=(DETECTOR, REFLECTOR))
+        .values_list("memory_id", "evidence")
+        if evidence.get("source") != REFLECTOR
+    }
 
 
 def _reflections_to_check():
@@ -48,11 +55,13 @@ def _reflections_to_check():
 
 
 class Command(BaseCommand):
-    help = ("Re-evaluate pending candidates that break today's rules, once: those of an earlier detector or "
-            "grown past the group detection found are kept only if they are still a group found now; "
-            "pipeline reflections holding more than 12 observations, or observations detection would not group, "
-            "are replaced by the group that holds the observation each is about. Decided candidates are left "
-            "alone. Run by `make run`; does nothing once every pending candidate is current.")
+    help = (
+        "Re-evaluate pending candidates that break today's rules, once: those of an earlier detector or "
+        "grown past the group detection found are kept only if they are still a group found now; "
+        "pipeline reflections holding more than 12 observations, or observations detection would not group, "
+        "are replaced by the group that holds the observation each is about. Decided candidates are left "
+        "alone. Run by `make run`; does nothing once every pending candidate is current."
+    )
 
     def handle(self, *args, **options):
         # Reflections first: detection then sees what they hold now (a group a reflection holds is not
@@ -71,4 +80,5 @@ class Command(BaseCommand):
             f"promotions: re-evaluated {len(memory_ids)} memor{'y' if len(memory_ids) == 1 else 'ies'}"
             f"; {left} pending candidate{'s' if left != 1 else ''} of an earlier detector left"
             f"; {len(grown)} detection candidate{'s' if len(grown) != 1 else ''} had grown past {'its' if len(grown) == 1 else 'their'} group"
-            f"; {len(replaced)} reflection{'s' if len(replaced) != 1 else ''} regrouped")
+            f"; {len(replaced)} reflection{'s' if len(replaced) != 1 else ''} regrouped"
+        )

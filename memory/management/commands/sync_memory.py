@@ -51,9 +51,10 @@ class Command(BaseCommand):
             if quiet and not (f.taken_in or f.removed or f.written or f.conflicts):
                 continue
             wrote = ", ".join(f.written) or "nothing"
-            out.write(f"{name}: took in {f.taken_in}, removed {f.removed} (Night Watch's own), wrote {wrote}, "
-                      f"{f.conflicts} new conflict(s), {f.waiting} waiting for review"
-                      + (" (unchanged)" if f.skipped else ""))
+            out.write(
+                f"{name}: took in {f.taken_in}, removed {f.removed} (Night Watch's own), wrote {wrote}, "
+                f"{f.conflicts} new conflict(s), {f.waiting} waiting for review" + (" (unchanged)" if f.skipped else "")
+            )
         synced = len(report.folders) - len(report.failed)
         if not quiet:
             out.write(self.style.SUCCESS(f"{synced} folder(s) synced, {len(report.failed)} failed under {report.root}"))
