@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run serve test install migrate demo worker beat bench load fuzz deploy-check clean
+.PHONY: run serve test lint install migrate demo worker beat bench load fuzz deploy-check clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,12 @@ serve: demo
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# ruff (rules and format in pyproject.toml) over the tree; mypy over the modules pyproject.toml lists.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 worker: install
 	$(VENV)/bin/celery -A nightwatch worker --loglevel=info
