@@ -31,7 +31,7 @@ here, so this module imports no model module of the product.
 
 from collections.abc import Callable, Iterable
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 
 from django.apps import apps
 from django.contrib.auth.models import AnonymousUser
@@ -138,7 +138,7 @@ def holders(action: str) -> Q:
 # An argument that limits a read to some memories: ids (a list or a subquery of `pk`), or
 # EVERY_MEMORY for a caller that may read them all (a site-wide role, a management command).
 MemoryIds: TypeAlias = Iterable[int] | QuerySet[Any, Any] | None
-EVERY_MEMORY: MemoryIds = None
+EVERY_MEMORY: Final = None
 
 
 # --- reading it for one user ---------------------------------------------------------------------
