@@ -120,6 +120,17 @@ def test_services_never_import_tasks():
     assert offenders == []
 
 
+def test_views_queue_work_by_task_name_after_the_commit():
+    # memory.jobs.enqueue_on_commit("memory.<slice>.<verb>", …), as services do: a view calling a task's
+    # .delay() would send it before its transaction commits, and would import the tasks module to do so.
+    offenders = [
+        name
+        for name, path in _modules().items()
+        if ".views" in name and re.search(r"\.(delay|apply_async)\(", path.read_text())
+    ]
+    assert offenders == []
+
+
 def test_the_history_core_imports_no_feature_slice():
     slices = {"api", "compaction", "formats", "lessons", "mcp", "pipeline", "promotions", "refinement", "reflection"}
     imported = {dep.split(".")[1] for dep in _graph()["memory.services"] if dep.count(".") >= 1}
