@@ -25,8 +25,8 @@ name does not leak), and a list, count or choice never holds it:
 see but may not act on answers 403. Site-wide roles add no query and no filter; a team member's
 memberships are read once per request (one query), so scoping adds a constant number of queries.
 
-Models are looked up through the app registry, not imported: personas.models imports `Role` from
-here, so this module imports no model module of the product.
+The product's models are looked up through the app registry, not imported: personas.models and
+memory.models import the rule from here, so this module imports none of their modules.
 """
 
 from collections.abc import Callable, Iterable
@@ -34,7 +34,7 @@ from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 
 from django.apps import apps
-from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import AnonymousUser, Permission
 from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.db.models import F, Q, QuerySet
@@ -124,9 +124,7 @@ def holders(action: str) -> Q:
     """A Q on users holding `action` somewhere: a superuser, the permission site-wide (a group's or
     their own), or a team role that grants it. Whether they are active is the caller's filter."""
     app_label, _, codename = action.partition(".")
-    permission = apps.get_model("auth", "Permission").objects.filter(
-        content_type__app_label=app_label, codename=codename
-    )
+    permission = Permission.objects.filter(content_type__app_label=app_label, codename=codename)
     return (
         Q(is_superuser=True)
         | Q(groups__permissions__in=permission)
