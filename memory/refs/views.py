@@ -11,10 +11,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from memory.access import CURATE, get_for_user_or_404, memory_for_user_or_404
-from memory.jobs import enqueue_on_commit
 from memory.lessons.views.lessons import _curate
 from memory.models import LessonRef, Memory, RefCheck
 from memory.refs import services
+from memory.refs.tasks import check_refs
 from memory.roles import curator_required
 from memory.web import actor_for, error_messages, reason_from, safe_next
 
@@ -30,7 +30,7 @@ def refs_check(request, memory_id):
     """Check the refs of the memory's project now (in-process by default, else on a worker)."""
     memory = memory_for_user_or_404(request.user, pk=memory_id, action=CURATE)
     asked_at = timezone.now()
-    enqueue_on_commit("memory.refs.check", memory.project_id)  # nothing written here: queued at once
+    check_refs.delay(memory.project_id)  # nothing written here, so nothing to wait for
     check = RefCheck.objects.filter(project_id=memory.project_id, started_at__gte=asked_at).order_by("-id").first()
     if check is None or check.finished_at is None:
         messages.info(request, "Ref check queued; reload the page in a moment.")
