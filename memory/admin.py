@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from memory import services
-from memory.access import VIEW, TeamScopedAdmin, llm_call_teams
+from memory.access import CURATE, VIEW, TeamScopedAdmin, llm_call_teams
 from memory.listing import PageCountsAdminMixin, grouped_counts
 from memory.models import (
     AgentToken,
@@ -28,7 +28,6 @@ from memory.models import (
     Memory,
     Tier,
 )
-from memory.roles import CURATE
 
 
 def reveal_invisible(text):

@@ -21,7 +21,7 @@ from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from memory import context_cache
-from memory.access import can
+from memory.access import APPROVE, can
 from memory.models import (
     ALL_CATEGORIES,
     CORE_CATEGORIES,
@@ -38,7 +38,6 @@ from memory.models import (
     content_hash,
 )
 from memory.refs import Ref, parse_ref_list
-from memory.roles import APPROVE
 from memory.signals import batch_reverted, lesson_refs_writing, working_lessons_added
 from memory.textcheck import check_text, text_problem
 

@@ -4,6 +4,8 @@ from django.db import models
 from django.db.models.functions import Lower
 from django.utils import timezone
 
+from memory.access import Role
+
 # Field names follow the original Night Watch persona schema so exported souls stay compatible.
 SOUL_FIELDS = {
     "whoIAm": str,
@@ -48,13 +50,6 @@ class Team(models.Model):
 
     def __str__(self):
         return self.name
-
-
-class Role(models.TextChoices):
-    # Ordered: each role can do everything the one before it can.
-    VIEWER = "viewer", "Viewer"
-    CURATOR = "curator", "Curator"
-    APPROVER = "approver", "Approver"
 
 
 class Membership(models.Model):

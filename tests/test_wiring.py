@@ -120,6 +120,21 @@ def test_services_never_import_tasks():
     assert offenders == []
 
 
+# transaction.on_commit( … task.delay( … ), the callback written over one or several lines.
+ON_COMMIT_DELAY = re.compile(r"on_commit\((?:(?!\)\n).){0,300}?\.(delay|apply_async)\(", re.DOTALL)
+
+
+def test_work_queued_after_a_write_goes_through_enqueue_on_commit():
+    # A view (or anything else) that queues a task once its writes commit does it with
+    # memory.jobs.enqueue_on_commit("memory.<slice>.<verb>", …), by the task's name, as services do,
+    # not with its own transaction.on_commit around a task's .delay(). (A button that writes nothing
+    # may still call .delay() itself: see test_services_never_import_tasks.)
+    offenders = [
+        name for name, path in _modules().items() if name != "memory.jobs" and ON_COMMIT_DELAY.search(path.read_text())
+    ]
+    assert offenders == []
+
+
 def test_the_history_core_imports_no_feature_slice():
     slices = {"api", "compaction", "formats", "lessons", "mcp", "pipeline", "promotions", "refinement", "reflection"}
     imported = {dep.split(".")[1] for dep in _graph()["memory.services"] if dep.count(".") >= 1}

@@ -158,11 +158,13 @@ def _approver():
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
+    from memory.access import Role
+
     user, made = get_user_model().objects.get_or_create(
         username="bench-approver", defaults={"is_staff": True, "is_superuser": True}
     )
     if made:
-        user.groups.add(Group.objects.get(name="approver"))
+        user.groups.add(Group.objects.get(name=Role.APPROVER))
     return user
 
 

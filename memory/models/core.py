@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from memory.access import APPROVE, CURATE, permission_codename
 from memory.lessons.paths import memory_path
 
 
@@ -95,9 +96,10 @@ class Memory(models.Model):
     class Meta:
         verbose_name_plural = "memories"
         ordering = ["persona__name", "project__name"]
+        # The actions of memory.access beyond view (which Django adds): what the roles grant.
         permissions = [
-            ("curate_memory", "Can edit, protect, delete, restore and revert lessons"),
-            ("approve_memory", "Can approve promotions, apply compactions and edit refinement prompts"),
+            (permission_codename(CURATE), "Can edit, protect, delete, restore and revert lessons"),
+            (permission_codename(APPROVE), "Can approve promotions, apply compactions and edit refinement prompts"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["persona", "project"], name="memory_unique_persona_project"),

@@ -153,7 +153,7 @@ def supporting(request, pk):
 @viewer_required
 def candidate_detail(request, pk):
     ensure_visible(request.user, PromotionCandidate.objects.all(), pk=pk)
-    candidate = selectors.candidate_for_review(pk)
+    candidate = selectors.candidate_for_review(pk, user=request.user)
     if candidate is None:
         raise Http404("No such promotion candidate")
     return TemplateResponse(
@@ -164,7 +164,9 @@ def candidate_detail(request, pk):
 def _card_response(request, pk, *, error="", warning="", success=""):
     """htmx: the candidate's card in its new state, plus the nav badge out of band."""
     on_detail = request.POST.get("next") == "detail"
-    (candidate,) = selectors.candidates_for_review(statuses=Status.values, pks=[pk], with_lessons=on_detail)
+    (candidate,) = selectors.candidates_for_review(
+        user=request.user, statuses=Status.values, pks=[pk], with_lessons=on_detail
+    )
     # A refused edit comes back with the reviewer's own text, not the proposal.
     draft = request.POST if error and request.POST.get("edit") == "1" else None
     return TemplateResponse(

@@ -4,18 +4,19 @@ from dataclasses import dataclass
 
 from django.db.models import Count
 
+from memory.access import EVERY_MEMORY, MemoryIds
 from memory.models import LessonRef, LessonStatus, RefCheck
 from memory.refs.git import has_checkout_configured
 from memory.refs.models import NEEDS_REVIEW, RefStatus
 
 
-def refs_needing_review_count(memory_ids=None):
+def refs_needing_review_count(memory_ids: MemoryIds) -> dict[int, int]:
     """{memory_id: refs of active lessons that moved, changed or whose file is gone}; one query.
 
-    memory_ids limits the question to those memories (None: all); memories with none are absent.
+    memory_ids limits the question to those memories (EVERY_MEMORY: all); memories with none are absent.
     """
     refs = LessonRef.objects.filter(lesson__status=LessonStatus.ACTIVE, anchor__status__in=NEEDS_REVIEW)
-    if memory_ids is not None:
+    if memory_ids is not EVERY_MEMORY:
         refs = refs.filter(lesson__memory_id__in=memory_ids)
     return dict(refs.values_list("lesson__memory_id").annotate(n=Count("id")).values_list("lesson__memory_id", "n"))
 
@@ -41,7 +42,7 @@ class RefsPanel:
 
 def refs_panel(memory):
     """What the memory page says about its refs: two queries."""
-    counts = dict(
+    counts: dict[str | None, int] = dict(  # an unanchored ref has no status
         LessonRef.objects.filter(lesson__memory=memory, lesson__status=LessonStatus.ACTIVE)
         .values_list("anchor__status")
         .annotate(n=Count("id"))

@@ -3,9 +3,8 @@
 from django import template
 from django.conf import settings
 
-from memory.access import access_for, visible_memory_ids
+from memory.access import VIEW, access_for, visible_memory_ids
 from memory.review_queue import queue_total, request_totals
-from memory.roles import VIEW
 
 register = template.Library()
 

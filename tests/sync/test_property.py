@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
 from memory import services
+from memory.access import EVERY_MEMORY
 from memory.models import Lesson
 from memory.review_queue import counts_by_source
 from memory.selectors import compile_memory
@@ -146,7 +147,7 @@ class World:
             assert text in stored or any(text in line for line in held) or any(s.startswith(text) for s in stored), text
         pending = SyncConflict.objects.filter(status="pending")
         event(f"conflicts waiting: {min(pending.count(), 2)}")
-        queue = counts_by_source().get("file-conflicts", {})
+        queue = counts_by_source(EVERY_MEMORY).get("file-conflicts", {})
         assert sum(queue.values()) == pending.count()
         file_text = self.file.read_text()
         for c in pending:

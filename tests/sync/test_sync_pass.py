@@ -5,6 +5,7 @@ import os
 import pytest
 
 from memory import services
+from memory.access import EVERY_MEMORY
 from memory.models import Change, ChangeBatch, Lesson
 from memory.review_queue import pending_review_counts
 from memory.selectors import compile_memory
@@ -134,7 +135,7 @@ def test_a_line_a_person_changed_and_night_watch_rewrote_waits_for_a_person(root
     assert lesson.status == "active"  # the person's text is not written over
     assert "has no backoff at all" in working().read_text()  # nor is Night Watch's
     assert "fixed 2 s" not in working().read_text()
-    assert pending_review_counts() == {memory.pk: 1}
+    assert pending_review_counts(EVERY_MEMORY) == {memory.pk: 1}
     before = _tree(root)
     sync()
     assert _tree(root) == before and SyncConflict.objects.count() == 1
@@ -144,7 +145,7 @@ def test_a_line_a_person_changed_and_night_watch_rewrote_waits_for_a_person(root
     lesson.refresh_from_db()
     assert lesson.text == "The retry loop has no backoff at all"
     assert "has no backoff at all" in working().read_text()
-    assert pending_review_counts() == {}
+    assert pending_review_counts(EVERY_MEMORY) == {}
     assert get_memory(working().parent).rstrip() == compile_memory(memory).text.rstrip()
 
 

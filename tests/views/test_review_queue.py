@@ -6,6 +6,7 @@ from datetime import date, timedelta
 import pytest
 from django.utils import timezone
 
+from memory.access import EVERY_MEMORY
 from memory.compaction.services import compaction_propose
 from memory.models import CompactionProposal, PipelineRun, PromotionCandidate, RefinementRun
 from memory.promotions.services import promotion_detect
@@ -37,9 +38,9 @@ def _run(memory, status, minutes_ago):
 def test_pending_items_of_every_feature_are_counted_per_memory(memory):
     _promotion_and_compaction(memory)
     other = MemoryFactory()
-    assert pending_review_counts() == {memory.pk: 2}
+    assert pending_review_counts(EVERY_MEMORY) == {memory.pk: 2}
     assert pending_review_counts([other.pk]) == {}
-    counts = counts_by_source()
+    counts = counts_by_source(EVERY_MEMORY)
     assert counts["promotions"] == {memory.pk: 1} and counts["compactions"] == {memory.pk: 1}
 
 
@@ -48,7 +49,7 @@ def test_a_run_that_went_wrong_waits_until_a_later_run_completes(memory):
     PipelineRun.objects.create(memory=memory, status=PipelineRun.Status.FAILED)
     _run(memory, RefinementRun.Status.COMPLETED, 60)  # earlier than the rolled-back run: does not settle it
     _run(MemoryFactory(), RefinementRun.Status.DECLINED, 5)  # the model said no: nothing to look at
-    counts = counts_by_source()
+    counts = counts_by_source(EVERY_MEMORY)
     assert counts["refinement-runs"] == {memory.pk: 1}
     assert counts["pipeline-runs"] == {memory.pk: 1}
     queue = memory_queue(memory)
@@ -56,7 +57,10 @@ def test_a_run_that_went_wrong_waits_until_a_later_run_completes(memory):
     assert [item.url for item in runs.items] == [f"/refinement/runs/{rolled_back.pk}/"]
     _run(memory, RefinementRun.Status.COMPLETED, 1)
     PipelineRun.objects.create(memory=memory, status=PipelineRun.Status.COMPLETED)
-    assert counts_by_source()["refinement-runs"] == {} and counts_by_source()["pipeline-runs"] == {}
+    assert (
+        counts_by_source(EVERY_MEMORY)["refinement-runs"] == {}
+        and counts_by_source(EVERY_MEMORY)["pipeline-runs"] == {}
+    )
 
 
 def test_home_lists_each_kind_with_its_link_and_the_badge_agrees(client_for, viewer, memory):
@@ -108,7 +112,7 @@ def test_an_approver_marks_a_run_as_looked_at_and_it_leaves_the_queue(client_for
     assert response.status_code == 302
     response = client.post(reverse("pipeline:run-looked-at", args=[failed.pk]), HTTP_HX_REQUEST="true")
     assert response["HX-Redirect"] == reverse("pipeline:run", args=[failed.pk])
-    counts = counts_by_source()
+    counts = counts_by_source(EVERY_MEMORY)
     assert counts["refinement-runs"] == {} and counts["pipeline-runs"] == {}
     rolled_back.refresh_from_db()
     assert rolled_back.looked_by == approver
