@@ -31,7 +31,7 @@ class Raced(Exception):
 # --- what a pass remembers of each file ------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FileLine:
     """One lesson line of a file as a pass left it: what identifies its text and which lesson it stands for."""
 
@@ -48,7 +48,7 @@ class FileLine:
         return [self.key, self.lesson_id, self.conflict_id]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class KeptInode:
     """The old inode kept after a replace, as the pass left it (what it held, and its stat then)."""
 
@@ -64,7 +64,7 @@ class KeptInode:
         return {"size": self.size, "sha": self.sha, "stat": self.stat}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FileState:
     """One file as the last pass left it: its stat, size and hash, its lesson lines in file order."""
 

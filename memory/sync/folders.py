@@ -51,7 +51,7 @@ def _memory_dirs(persona_path, rel_prefix, **who):
         )
 
 
-def find_folders(root):
+def find_folders(root: str | Path) -> list[FoundFolder]:
     """Every memory folder under root (links are not followed), without reading a file."""
     root = Path(root)
     found = []
@@ -69,7 +69,7 @@ def find_folders(root):
     return found
 
 
-def has_files(path):
+def has_files(path: Path) -> bool:
     return any((path / name).is_file() for name in (CORE_FILE, WORKING_FILE, LEGACY_FILE))
 
 

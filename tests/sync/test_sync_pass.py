@@ -325,3 +325,20 @@ def test_a_first_pass_syncs_each_folder_with_the_memory_its_lines_went_to(root, 
     before = _tree(root)
     sync()
     assert _tree(root) == before
+
+
+def test_a_conflict_on_a_core_lesson_shows_the_line_core_md_held_before(root, sync, working, admin_user):
+    core = working().with_name("core.md")
+    nw_append(core, "- [PATTERN] Idempotency keys guard every charge (promoted 2026-02-10)\n")
+    sync()
+    services.lesson_update(
+        lesson=Lesson.objects.get(text="Idempotency keys guard every charge"),
+        actor=services.Actor.for_user(admin_user),
+        text="Idempotency keys guard every charge and refund",
+    )
+    nw_rewrite(core, "- [PATTERN] Idempotency keys guard charges (promoted 2026-02-10)\n")
+    sync()
+
+    conflict = SyncConflict.objects.get()
+    assert conflict.base_line == "- [PATTERN] Idempotency keys guard every charge (promoted 2026-02-10)"
+    assert conflict.file_line == "- [PATTERN] Idempotency keys guard charges (promoted 2026-02-10)"
