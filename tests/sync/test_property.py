@@ -116,7 +116,7 @@ class World:
         if how == "append_before_replace":
             monkeypatch.setattr(engine, "_write", write)
         elif how == "append_after_replace":
-            monkeypatch.setattr(engine.os, "replace", replace)
+            monkeypatch.setattr(os, "replace", replace)
         try:
             # What the pass can see: every line in the file now, and what earlier passes saw.
             on_disk = self.file.read_text() if self.file.exists() else ""
@@ -131,7 +131,7 @@ class World:
                 )
         finally:
             monkeypatch.setattr(engine, "_write", real_write)
-            monkeypatch.setattr(engine.os, "replace", real_replace)
+            monkeypatch.setattr(os, "replace", real_replace)
         self.check(before)
 
     def check(self, visible):
