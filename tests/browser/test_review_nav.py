@@ -4,6 +4,7 @@ on a wide screen and in the phone's menu, apart from the Memories link."""
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
+from tests.browser.conftest import ARTIFACTS
 from tests.promotions.conftest import pending_candidates
 
 
@@ -16,6 +17,7 @@ def test_the_review_count_reads_as_what_waits_on_desktop_and_phone(page, login, 
     expect(nav.get_by_role("link", name="Memories", exact=True)).to_be_visible()
     review = nav.get_by_role("link", name="2 to review", exact=True)
     expect(review).to_be_visible()
+    page.locator("header.topbar").screenshot(path=str(ARTIFACTS / "desktop-topbar-review-count.png"))
     review.click()
     page.wait_for_url("**/#review-heading")
 
@@ -27,3 +29,4 @@ def test_the_review_count_reads_as_what_waits_on_desktop_and_phone(page, login, 
     toggle.click()
     expect(page.get_by_role("navigation", name="Main").get_by_role("link", name="2 to review")).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.locator("header.topbar").screenshot(path=str(ARTIFACTS / "phone-topbar-review-count.png"))
