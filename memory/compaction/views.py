@@ -76,16 +76,16 @@ def compaction_list(request):
 @approver_required
 def compaction_bulk_reject_view(request):
     """Reject the selected proposals with one reason; the list says which went and which could not."""
-    from memory.textcheck import bounded_id
+    from memory.web import bulk_selection, none_to_decide
 
-    ids = [bounded_id(raw) for raw in request.POST.getlist("proposal")]
     try:
-        if any(i is None for i in ids):
-            raise ValidationError("the selection holds something that is not a proposal number.")
+        ids = bulk_selection(request.POST.getlist("proposal"), noun="proposal")
         # Proposals of memories this person may not decide answer as if they did not exist.
         decidable = set(
             scope(CompactionProposal.objects.filter(pk__in=ids), request.user, APPROVE).values_list("pk", flat=True)
         )
+        if not decidable:
+            raise none_to_decide(ids, noun="proposal")
         outcome = compaction_bulk_reject(
             proposal_ids=[i for i in ids if i in decidable],
             actor=Actor.for_user(request.user),

@@ -73,14 +73,24 @@ def test_home_lists_each_kind_with_its_link_and_the_badge_agrees(client_for, vie
     assert re.search(r'href="/refinement/"><strong>1</strong> refinement run to look at</a>', panel)
     # The memory's cell says the same, kind by kind.
     assert 'data-review="promotions">1 promotion<' in html and 'data-review="compactions">1 compaction<' in html
-    # The nav's Memories badge is the total; the Promotions badge counts promotions only.
+    # The total waiting is a link of its own to the queue that says what it counts ("3 to review"), not a
+    # number beside Memories that reads as a count of memories; the Promotions badge counts promotions only.
     nav = html[html.index('aria-label="Main"') : html.index("</nav>", html.index('aria-label="Main"'))]
+    assert re.search(r'aria-current="page">Memories</a>', nav)
     assert re.search(
-        r"Memories <span class=\"badge badge-accent\" title=\"Waiting for review: 1 promotion, 1 compaction, "
-        r"1 refinement run to look at\">3<",
+        r'<a class="nav-review" href="/#review-heading" title="Waiting for review: 1 promotion, 1 compaction, '
+        r'1 refinement run to look at"><span class="badge badge-accent">3</span> to review</a>',
         nav,
     )
     assert re.search(r'id="promotions-badge"[^>]*>1</span>', nav)
+    # The phone's closed menu says it too.
+    toggle = html[html.index('class="menu-toggle"') : html.index("</summary>")]
+    assert re.search(r'<span class="badge badge-accent">3</span> to review', toggle)
+
+
+def test_with_nothing_waiting_the_nav_shows_no_review_count(client_for, viewer, memory):
+    html = client_for(viewer).get("/").content.decode()
+    assert "nav-review" not in html and "to review" not in html[: html.index("</header>")]
 
 
 def test_memory_page_links_every_item(client_for, viewer, memory):
