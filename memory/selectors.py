@@ -7,11 +7,13 @@ from datetime import date
 from functools import cached_property
 
 from django.db import connection
-from django.db.models import Prefetch
+from django.db.models import Prefetch, Q
+from django.utils import timezone
 
 from memory import context_cache
+from memory.conflicts import CONFLICT_MARK
 from memory.formats.lines import lesson_line, render_core, render_working, section_heading, working_order
-from memory.models import Lesson, LessonRef, LessonStatus, Memory, Relevance, Tier
+from memory.models import Lesson, LessonConflict, LessonRef, LessonStatus, Memory, Relevance, Tier
 from memory.refs import Ref
 from memory.refs.models import NEEDS_REVIEW, RefAnchor
 
@@ -19,10 +21,15 @@ CORE_HEADING = "## Core Lessons"
 WORKING_HEADING = "## Working Memory"
 
 
+def unexpired(today=None):
+    """Lessons that have not expired: no expires_on, or one still ahead (from that day on it is gone)."""
+    return Q(expires_on__isnull=True) | Q(expires_on__gt=today or timezone.localdate())
+
+
 def active_lessons(memory, tier):
-    """Active lessons of one tier in file order, refs prefetched."""
+    """Active, unexpired lessons of one tier in file order, refs prefetched."""
     return list(
-        Lesson.objects.filter(memory=memory, tier=tier, status=LessonStatus.ACTIVE)
+        Lesson.objects.filter(unexpired(), memory=memory, tier=tier, status=LessonStatus.ACTIVE)
         .prefetch_related(Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id")))
         .order_by("id")
     )
@@ -105,15 +112,32 @@ def lesson_rows_with_refs(queryset):
     return [(lesson, refs.get(lesson.id, [])) for lesson in lessons]
 
 
+def _disputed_text():
+    """The text column with CONFLICT_MARK appended while the lesson is the older of a pending conflict
+    whose newer lesson is active (what agents read; exports leave the text as it is)."""
+    qn = connection.ops.quote_name
+    lesson = qn(Lesson._meta.db_table)
+    conflicts = qn(LessonConflict._meta.db_table)
+    mark = " " + CONFLICT_MARK.replace("'", "''")
+    return (
+        f"CASE WHEN EXISTS (SELECT 1 FROM {conflicts} c JOIN {lesson} n ON n.id = c.newer_id "
+        f"WHERE c.older_id = {lesson}.id AND c.status = 'pending' AND n.status = 'active') "
+        f"THEN {lesson}.{qn('text')} || '{mark}' ELSE {lesson}.{qn('text')} END AS {qn('text')}"
+    )
+
+
 @functools.cache
-def _lesson_sql(where, order, limit=False):
-    """Active lessons of one memory with their refs in one statement (hand-written: the ORM's query
-    building cost more than the rest of compiling). Refs come as extra rows, in position order."""
+def _lesson_sql(where, order, limit=False, mark=False):
+    """Active, unexpired lessons of one memory with their refs in one statement (hand-written: the ORM's
+    query building cost more than the rest of compiling). Refs come as extra rows, in position order.
+    Parameters: memory id, today, then those of `where`. mark: disputed lines carry CONFLICT_MARK."""
     qn = connection.ops.quote_name
     columns = ", ".join(f"l.{qn(name)}" for name in LESSON_ROW_FIELDS)
+    selected = ", ".join(_disputed_text() if mark and name == "text" else qn(name) for name in LESSON_ROW_FIELDS)
     inner = (
-        f"SELECT {', '.join(qn(name) for name in LESSON_ROW_FIELDS)} FROM {qn(Lesson._meta.db_table)} "
-        f"WHERE memory_id = %s AND status = 'active' AND {where} ORDER BY id {order}" + (" LIMIT %s" if limit else "")
+        f"SELECT {selected} FROM {qn(Lesson._meta.db_table)} "
+        f"WHERE memory_id = %s AND status = 'active' AND (expires_on IS NULL OR expires_on > %s) AND {where} "
+        f"ORDER BY id {order}" + (" LIMIT %s" if limit else "")
     )
     return (
         f"SELECT {columns}, r.path, r.start_line, r.end_line, a.status FROM ({inner}) l "
@@ -187,7 +211,7 @@ def _working_gain(older, lesson, newer, line):
     return gain
 
 
-def _pick_within_budget(memory, tier, must_keep, budget):
+def _pick_within_budget(memory, tier, must_keep, budget, today):
     """Must-keep lessons of the tier, then lessons in priority order up to the first that does not fit.
 
     Core keeps its oldest lessons, working its newest. The budget is spent on exactly the text the
@@ -209,10 +233,10 @@ def _pick_within_budget(memory, tier, must_keep, budget):
     after, size = None, _first_page(budget)
     while True:
         if after is None:
-            items = _fetch_rows(_lesson_sql("tier = %s", order, True), [memory.pk, tier, size])
+            items = _fetch_rows(_lesson_sql("tier = %s", order, True, True), [memory.pk, today, tier, size])
         else:
             where = "tier = %s AND id " + (">" if core else "<") + " %s"
-            items = _fetch_rows(_lesson_sql(where, order, True), [memory.pk, tier, after, size])
+            items = _fetch_rows(_lesson_sql(where, order, True, True), [memory.pk, today, tier, after, size])
         for lesson, refs in items:
             if lesson.id in kept:
                 newer = lesson
@@ -237,13 +261,13 @@ def _pick_within_budget(memory, tier, must_keep, budget):
 
 
 def active_lesson_rows(memory):
-    """[(row, [Ref…])] of every active lesson of a memory in file order, in one query (exporting)."""
-    return _fetch_rows(_lesson_sql("1 = 1", "ASC"), [memory.pk])
+    """[(row, [Ref…])] of every active, unexpired lesson of a memory in file order, in one query (exporting)."""
+    return _fetch_rows(_lesson_sql("1 = 1", "ASC"), [memory.pk, timezone.localdate()])
 
 
-def _must_keep(memory):
+def _must_keep(memory, today):
     # Spelled as the partial index `lesson_must_keep` is, so the database reads only must-keeps.
-    return _fetch_rows(_lesson_sql("(protected OR relevance = 'critical')", "ASC"), [memory.pk])
+    return _fetch_rows(_lesson_sql("(protected OR relevance = 'critical')", "ASC", False, True), [memory.pk, today])
 
 
 def compile_memory(memory):
@@ -254,9 +278,10 @@ def compile_memory(memory):
     lessons and working its most recent, whole, and protected and critical lessons are always kept.
     An empty memory compiles to "" so a persona without memory gets exactly its prompt.
     """
-    must_keep = _must_keep(memory)
-    core = _pick_within_budget(memory, Tier.CORE, must_keep, memory.core_char_budget)
-    working = _pick_within_budget(memory, Tier.WORKING, must_keep, memory.working_char_budget)
+    today = timezone.localdate()
+    must_keep = _must_keep(memory, today)
+    core = _pick_within_budget(memory, Tier.CORE, must_keep, memory.core_char_budget, today)
+    working = _pick_within_budget(memory, Tier.WORKING, must_keep, memory.working_char_budget, today)
     core_kept = [core[pk] for pk in sorted(core)]
     working_kept = working_order([working[pk] for pk in sorted(working)])
     core_text = render_core(core_kept)
@@ -279,7 +304,7 @@ def compile_memory(memory):
 
     def load_cut():  # read when first asked for, so it reflects the memory at that moment
         core_cut, working_cut = [], []
-        active = Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE)
+        active = Lesson.objects.filter(unexpired(today), memory=memory, status=LessonStatus.ACTIVE)
         for pk, tier in active.order_by("id").values_list("id", "tier"):
             if tier == Tier.CORE:
                 if pk not in core:
