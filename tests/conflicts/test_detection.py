@@ -44,7 +44,6 @@ def test_lessons_that_agree_are_left_alone(memory):
 
 
 def test_pending_conflict_marks_the_older_line_only(memory, pair):
-    older, newer = pair
     conflicts_detect(memory=memory)
     memory.refresh_from_db()
     text = compile_memory(memory).text
@@ -69,7 +68,7 @@ def test_keep_newer_retires_the_older_as_superseded_and_revert_brings_it_back(me
 
 
 def test_keep_older_deletes_the_newer(memory, pair):
-    older, newer = pair
+    _older, newer = pair
     conflicts_detect(memory=memory)
     conflict_keep_older(conflict=LessonConflict.objects.get(), actor=ACTOR)
     newer.refresh_from_db()
