@@ -48,6 +48,8 @@ class CompiledMemory:
     working_chars: int = 0
     core_budget: int = 0
     working_budget: int = 0
+    # Kept lessons whose line carries CONFLICT_MARK (the older of a pending conflict).
+    disputed: set = field(default_factory=set)
     # (core ids cut, working ids cut), read only when asked: listing every cut id of a large
     # memory costs more than compiling it.
     load_cut: object = field(default=None, repr=False, compare=False)
@@ -110,6 +112,9 @@ def lesson_rows_with_refs(queryset):
     for lesson_id, path, start, end, status in rows:
         refs[lesson_id].append(Ref(path, start, end, stale=status in NEEDS_REVIEW))
     return [(lesson, refs.get(lesson.id, [])) for lesson in lessons]
+
+
+_MARK_SUFFIX = " " + CONFLICT_MARK
 
 
 def _disputed_text():
@@ -322,6 +327,7 @@ def compile_memory(memory):
         core_budget=memory.core_char_budget,
         working_budget=memory.working_char_budget,
         load_cut=load_cut,
+        disputed={l.id for l, _ in core_kept + working_kept if l.text.endswith(_MARK_SUFFIX)},
     )
 
 

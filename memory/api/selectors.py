@@ -8,7 +8,6 @@ from django.db.models.base import ModelState
 
 from memory import context_cache
 from memory.conflicts import CONFLICT_MARK
-from memory.conflicts.selectors import marked_lesson_ids
 from memory.models import Change, Interaction, Lesson, LessonRef, Memory, RefStatus
 from memory.pipeline.prompts import CONTEXT_USAGE
 from memory.refs import STALE_MARK
@@ -159,7 +158,6 @@ def context_payload(memory):
     compiled = compile_memory(memory)
     kept = compiled.core_kept + compiled.working_kept
     lessons = {lesson.pk: lesson for lesson in Lesson.objects.filter(pk__in=kept).prefetch_related(_refs_prefetch())}
-    disputed = marked_lesson_ids(memory.pk)
     payload = {
         "version": memory.version,
         "text": compiled.text,
@@ -168,7 +166,7 @@ def context_payload(memory):
                 "id": pk,
                 "tier": lessons[pk].tier,
                 "category": lessons[pk].category,
-                "text": lessons[pk].text + (f" {CONFLICT_MARK}" if pk in disputed else ""),
+                "text": lessons[pk].text + (f" {CONFLICT_MARK}" if pk in compiled.disputed else ""),
                 "refs": [ref.as_text() for ref in lessons[pk].refs.all()],
                 "stale_refs": [
                     ref.as_text() for ref in lessons[pk].refs.all() if ref.anchor_id and ref.anchor.needs_review
