@@ -58,8 +58,18 @@ def significant(text):
     for w in words(text):
         if w in STOPWORDS or w in CHANGE_MARKERS or len(w) < 3 or w.replace(".", "").replace(",", "").isdigit():
             continue
-        out.add(w.rstrip("s") if len(w) > 4 and not w.endswith("ss") else w)
+        out.add(w if w in ALTERNATIVES else _stem(w))
+        if "/" in w:
+            out.add(w.rsplit("/", 1)[-1])  # a file moved to another folder keeps its name
     return out
+
+
+def _stem(word):
+    """A light stem, enough for "schedule" / "scheduled" / "scheduling" to meet."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix) and not word.endswith("ss"):
+            return word[: -len(suffix)]
+    return word
 
 
 @dataclass(frozen=True)
@@ -193,8 +203,22 @@ def _rule_polarity(a, b, overlap):
     return ""
 
 
+def _subject(text):
+    """The significant words of a lesson other than the values the rules compare."""
+    return {w for w in significant(text) if w not in ALTERNATIVES and "/" not in w and not any(c.isdigit() for c in w)}
+
+
+def different_qualifiers(a, b):
+    """Each lesson names something the other does not ("on the small box" / "on the large box",
+    "for avatars" / "for attachments"): they speak of two things, so different values may both hold."""
+    sa, sb = _subject(a), _subject(b)
+    return bool(sa - sb) and bool(sb - sa)
+
+
 def explicit_disagreement(a, b, overlap):
     """Why the texts a and b give different values to the same thing, or "" when they do not."""
+    if different_qualifiers(a, b):
+        return ""
     return (
         _rule_alternatives(a, b)
         or _rule_versions(a, b)

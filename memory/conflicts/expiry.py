@@ -19,7 +19,7 @@ EVENT = (
     r"rollout|veröffentlich\w*|behoben|gefixt|migration|umstellung|freigabe|release|"
     r"despliegue|lanzamiento|migración|arreglad\w*|corregid\w*|versión)"
 )
-PROCEDURE = re.compile(r"\b(wait|waits|poll|polls|retry|retries|loop|block|blocks|sleep|warte\w*|espera\w*)\b", re.I)
+PROCEDURE = re.compile(r"\b(wait|poll|retr[yi]|loop|block|sleep|scroll|warte|espera)\w*", re.I)
 
 RULES = [
     ("until_date", re.compile(rf"\b(?:until|till|through|bis(?: zum)?|hasta(?: el)?)\s+{ISO_DATE}", re.I)),

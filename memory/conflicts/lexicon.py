@@ -85,6 +85,8 @@ CHANGE_MARKERS = frozenset(
         "raised",
         "lowered",
         "bumped",
+        "stopped",
+        "removed",
         "jetzt",
         "nun",
         "inzwischen",
@@ -95,6 +97,8 @@ CHANGE_MARKERS = frozenset(
         "geändert",
         "erhöht",
         "gesenkt",
+        "umgezogen",
+        "gewechselt",
         "ahora",
         "ya",
         "cambiado",
@@ -353,5 +357,10 @@ STOPWORDS = frozenset(
         "utilizar",
         "usa",
         "usamos",
+        "live",
+        "lives",
+        "located",
+        "liegt",
+        "liegen",
     ]
 )

@@ -3,9 +3,9 @@
 from django.dispatch import receiver
 from django.urls import reverse
 
+from memory.conflicts.selectors import waiting
 from memory.conflicts.services import conflicts_follow_revert
 from memory.jobs import enqueue_on_commit
-from memory.models import LessonConflict
 from memory.review_queue import ReviewItem, count_per_memory, register_review_source
 from memory.signals import batch_reverted, working_lessons_added
 
@@ -23,7 +23,7 @@ def follow_reverted_decision(sender, batch, revert_batch, **kwargs):
 
 
 def _pending():
-    return LessonConflict.objects.filter(status=LessonConflict.Status.PENDING)
+    return waiting()
 
 
 def _describe(conflict):

@@ -10,11 +10,17 @@ from memory.models import LessonConflict, LessonStatus
 INBOX_ROWS = 100
 
 
+def waiting() -> QuerySet[LessonConflict, LessonConflict]:
+    """Pending conflicts whose two lessons are both still active: the ones a reviewer has to decide
+    (a conflict whose lesson was retired meanwhile waits again if the lesson comes back)."""
+    return LessonConflict.objects.filter(
+        status=LessonConflict.Status.PENDING, older__status=LessonStatus.ACTIVE, newer__status=LessonStatus.ACTIVE
+    )
+
+
 def pending_conflicts(memory_ids: Any) -> QuerySet[LessonConflict, LessonConflict]:
     """Pending conflicts of the memories (a subquery or EVERY_MEMORY), newest first, lessons joined."""
-    qs = LessonConflict.objects.filter(status=LessonConflict.Status.PENDING).select_related(
-        "older", "newer", "memory__persona", "memory__project"
-    )
+    qs = waiting().select_related("older", "newer", "memory__persona", "memory__project")
     if memory_ids is not EVERY_MEMORY:
         qs = qs.filter(memory_id__in=memory_ids)
     return qs.order_by("-id")

@@ -11,7 +11,7 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
 from memory.access import APPROVE, can, ensure_visible, get_for_user_or_404, visible_memory_ids
-from memory.conflicts import selectors
+from memory.conflicts import CONFLICT_MARK, selectors
 from memory.conflicts.services import conflict_keep_both, conflict_keep_newer, conflict_keep_older
 from memory.models import LessonConflict
 from memory.roles import approver_required, viewer_required
@@ -27,7 +27,7 @@ DECISIONS = {
 @viewer_required
 def inbox(request):
     conflicts = list(selectors.pending_conflicts(visible_memory_ids(request.user))[: selectors.INBOX_ROWS])
-    return TemplateResponse(request, "memory/conflicts/inbox.html", {"conflicts": conflicts})
+    return TemplateResponse(request, "memory/conflicts/inbox.html", {"conflicts": conflicts, "mark": CONFLICT_MARK})
 
 
 @viewer_required
