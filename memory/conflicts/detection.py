@@ -31,6 +31,24 @@ from memory.conflicts.lexicon import (
 )
 
 ENGINE = "offline"
+# Names whose bare number is a version ("Node 20"); any other name needs a dotted number or a "v".
+RUNTIMES = frozenset(
+    "node nodejs python java jdk ruby go golang php django rails react angular vue next nextjs deno bun "
+    "postgres postgresql mysql redis ubuntu debian alpine kubernetes terraform typescript dotnet kotlin swift "
+    "gradle electron npm pnpm yarn".split()
+)
+# Words after a number that make it a count ("3 times", "5 MB"), a value however it is introduced.
+COUNTED = frozenset(
+    "times attempts tries retries items rows requests calls minutes min seconds sec s ms hours h days weeks mb gb kb "
+    "px % veces intentos minutos segundos horas días mal versuche minuten sekunden "
+    "stunden tage".split()
+)
+# Words after which a number is a value ("capped at 3", "ist jetzt 8", "limitados a 3"), not a name.
+VALUE_LEADS = (
+    STOPWORDS
+    | CHANGE_MARKERS
+    | frozenset("= : max maximum min minimum limit capped cap limited keep set begrenzt limitados limitado".split())
+)
 # A pair is compared when it shares at least this many significant words …
 MIN_SHARED = 2
 # … and at least this share (of the shorter lesson's significant words) for the softer rules.
@@ -126,6 +144,10 @@ def _numbers(text):
         before = text[: m.start()]
         if re.search(r"(#|PR\s*|issue\s*|v)$", before, re.I):
             continue  # an issue number or a version, counted elsewhere
+        previous = words(before[-40:])[-1:] or [""]
+        following = (words(text[m.end() :])[:1] or [""])[0]
+        if previous[0] and previous[0] not in VALUE_LEADS and not m.group(2) and following not in COUNTED:
+            continue  # "queue 2", "step 3": a name, not a value
         found.append((value, (m.group(2) or "").lower()))
     return found
 
@@ -136,6 +158,12 @@ def _versions(text):
         name = m.group(1).lower()
         if name in STOPWORDS or name.isdigit():
             continue
+        if (
+            "." not in m.group(2)
+            and name not in RUNTIMES
+            and not re.search(r"[@v]\s*$", m.group(0)[: -len(m.group(2))])
+        ):
+            continue  # "queue 2" names a queue; "Node 20", "v3", "2.3" are versions
         out.setdefault(name, m.group(2))
     return out
 
@@ -204,8 +232,19 @@ def _rule_polarity(a, b, overlap):
 
 
 def _subject(text):
-    """The significant words of a lesson other than the values the rules compare."""
-    return {w for w in significant(text) if w not in ALTERNATIVES and "/" not in w and not any(c.isdigit() for c in w)}
+    """The significant words of a lesson other than the values the rules compare, plus the numbers that
+    name something ("queue 2") rather than give a value."""
+    plain = {w for w in significant(text) if w not in ALTERNATIVES and "/" not in w and not any(c.isdigit() for c in w)}
+    tokens = words(text)
+    named = {
+        f"{tokens[i - 1]} {tok}"
+        for i, tok in enumerate(tokens)
+        if i
+        and tok.isdigit()
+        and tokens[i - 1] not in VALUE_LEADS | RUNTIMES
+        and (tokens[i + 1] if i + 1 < len(tokens) else "") not in COUNTED
+    }
+    return plain | named
 
 
 def different_qualifiers(a, b):
@@ -219,21 +258,30 @@ def explicit_disagreement(a, b, overlap):
     """Why the texts a and b give different values to the same thing, or "" when they do not."""
     if different_qualifiers(a, b):
         return ""
-    return (
-        _rule_alternatives(a, b)
-        or _rule_versions(a, b)
-        or _rule_paths(a, b, overlap)
-        or _rule_polarity(a, b, overlap)
-        or _rule_numbers(a, b, overlap)
-    )
+    versions = _rule_versions(a, b)
+    if versions:
+        return versions
+    if sorted(_numbers(a)) != sorted(_numbers(b)):
+        # Numbers differ: the one thing that may differ is that number ("queue 1 … celery" and
+        # "queue 2 … dramatiq" speak of two queues).
+        if _asserted_alternatives(a)[1] != _asserted_alternatives(b)[1] or set(PATH.findall(a)) != set(PATH.findall(b)):
+            return ""  # and something else differs too: two things, not one changed
+        return _rule_numbers(a, b, overlap)
+    return _rule_alternatives(a, b) or _rule_paths(a, b, overlap) or _rule_polarity(a, b, overlap)
 
 
 def direction(x, y):
-    """(older, newer, relation) for two lessons found in conflict."""
+    """(older, newer, relation) for two lessons found in conflict.
+
+    A core lesson's date is the day it was promoted, not the day its content was learned: a core
+    lesson dated after a working one is the newer only when it says it changed something."""
+    cx, cy = _has(x.text, CHANGE_MARKERS), _has(y.text, CHANGE_MARKERS)
     if x.lesson_date != y.lesson_date:
         older, newer = (x, y) if x.lesson_date < y.lesson_date else (y, x)
+        changed = cy if newer is y else cx
+        if newer.tier == "core" and older.tier != "core" and not changed:
+            return older, newer, "contradicts"
         return older, newer, "supersedes"
-    cx, cy = _has(x.text, CHANGE_MARKERS), _has(y.text, CHANGE_MARKERS)
     if cx != cy:
         older, newer = (y, x) if cx else (x, y)
         return older, newer, "supersedes"

@@ -42,3 +42,27 @@ def test_pending_conflicts_count_in_the_review_queue(conflict, memory):
     from memory.access import EVERY_MEMORY
 
     assert counts_by_source(EVERY_MEMORY)["conflicts"].get(memory.pk) == 1
+
+
+def test_the_list_costs_the_same_queries_however_many_conflicts(
+    memory, viewer, client_for, django_assert_max_num_queries
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def add(n, start):
+        for i in range(start, start + n):
+            make_lesson(memory, f"Queue {i} workers run with celery.", day=date(2026, 1, 1))
+            make_lesson(memory, f"Queue {i} workers run with dramatiq.", day=date(2026, 2, 1))
+
+    client = client_for(viewer)
+    add(2, 0)
+    conflicts_detect(memory=memory)
+    with CaptureQueriesContext(connection) as few:
+        client.get(reverse("conflicts:inbox"))
+    add(8, 2)
+    conflicts_detect(memory=memory)
+    assert LessonConflict.objects.count() == 10
+    with django_assert_max_num_queries(len(few)):
+        page = client.get(reverse("conflicts:inbox")).content.decode()
+    assert page.count("workers run with dramatiq.") == 10
