@@ -33,21 +33,108 @@ from memory.conflicts.lexicon import (
 ENGINE = "offline"
 # Names whose bare number is a version ("Node 20"); any other name needs a dotted number or a "v".
 RUNTIMES = frozenset(
-    "node nodejs python java jdk ruby go golang php django rails react angular vue next nextjs deno bun "
-    "postgres postgresql mysql redis ubuntu debian alpine kubernetes terraform typescript dotnet kotlin swift "
-    "gradle electron npm pnpm yarn".split()
+    [
+        "node",
+        "nodejs",
+        "python",
+        "java",
+        "jdk",
+        "ruby",
+        "go",
+        "golang",
+        "php",
+        "django",
+        "rails",
+        "react",
+        "angular",
+        "vue",
+        "next",
+        "nextjs",
+        "deno",
+        "bun",
+        "postgres",
+        "postgresql",
+        "mysql",
+        "redis",
+        "ubuntu",
+        "debian",
+        "alpine",
+        "kubernetes",
+        "terraform",
+        "typescript",
+        "dotnet",
+        "kotlin",
+        "swift",
+        "gradle",
+        "electron",
+        "npm",
+        "pnpm",
+        "yarn",
+    ]
 )
 # Words after a number that make it a count ("3 times", "5 MB"), a value however it is introduced.
 COUNTED = frozenset(
-    "times attempts tries retries items rows requests calls minutes min seconds sec s ms hours h days weeks mb gb kb "
-    "px % veces intentos minutos segundos horas días mal versuche minuten sekunden "
-    "stunden tage".split()
+    [
+        "times",
+        "attempts",
+        "tries",
+        "retries",
+        "items",
+        "rows",
+        "requests",
+        "calls",
+        "minutes",
+        "min",
+        "seconds",
+        "sec",
+        "s",
+        "ms",
+        "hours",
+        "h",
+        "days",
+        "weeks",
+        "mb",
+        "gb",
+        "kb",
+        "px",
+        "%",
+        "veces",
+        "intentos",
+        "minutos",
+        "segundos",
+        "horas",
+        "días",
+        "mal",
+        "versuche",
+        "minuten",
+        "sekunden",
+        "stunden",
+        "tage",
+    ]
 )
 # Words after which a number is a value ("capped at 3", "ist jetzt 8", "limitados a 3"), not a name.
 VALUE_LEADS = (
     STOPWORDS
     | CHANGE_MARKERS
-    | frozenset("= : max maximum min minimum limit capped cap limited keep set begrenzt limitados limitado".split())
+    | frozenset(
+        [
+            "=",
+            ":",
+            "max",
+            "maximum",
+            "min",
+            "minimum",
+            "limit",
+            "capped",
+            "cap",
+            "limited",
+            "keep",
+            "set",
+            "begrenzt",
+            "limitados",
+            "limitado",
+        ]
+    )
 )
 # A pair is compared when it shares at least this many significant words …
 MIN_SHARED = 2
