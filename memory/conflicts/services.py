@@ -7,7 +7,7 @@ older one, keeping the older deletes the newer (softly), each in one batch that 
 from collections.abc import Iterable
 from types import SimpleNamespace
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
@@ -144,3 +144,27 @@ def conflicts_follow_revert(*, batch: ChangeBatch) -> int:
     return LessonConflict.objects.filter(batch=batch).update(
         status=LessonConflict.Status.PENDING, decision="", batch=None, decided_by=None, decided_at=None
     )
+
+
+DECISIONS = {"keep_newer": conflict_keep_newer, "keep_older": conflict_keep_older, "keep_both": conflict_keep_both}
+
+
+def conflicts_bulk_decide(
+    *, conflicts: Iterable[LessonConflict], decision: str, actor: services.Actor, reason: str = ""
+) -> tuple[int, list[str]]:
+    """One decision for many conflicts, each in its own batch (so each reverts on its own). A conflict
+    that can no longer be decided (decided meanwhile, a protected lesson) is set aside with the reason.
+    Returns (decided, [refusals])."""
+    service = DECISIONS.get(decision)
+    if service is None:
+        raise ValidationError("Choose keep the newer, keep the older or keep both.")
+    decided, refused = 0, []
+    for conflict in conflicts:
+        kwargs = {} if service is conflict_keep_both else {"reason": reason}
+        try:
+            service(conflict=conflict, actor=actor, **kwargs)
+        except (ValidationError, PermissionDenied) as exc:
+            refused.append(f"Conflict {conflict.pk}: {'; '.join(getattr(exc, 'messages', [str(exc)]))}")
+        else:
+            decided += 1
+    return decided, refused

@@ -6,6 +6,7 @@ app_name = "conflicts"
 
 urlpatterns = [
     path("", conflicts.inbox, name="inbox"),
+    path("bulk/", conflicts.bulk_decide, name="bulk"),
     path("<int:pk>/", conflicts.detail, name="detail"),
     path("<int:pk>/decide/", conflicts.decide, name="decide"),
 ]

@@ -10,12 +10,18 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
-from memory.access import APPROVE, can, ensure_visible, get_for_user_or_404, visible_memory_ids
+from memory.access import APPROVE, can, ensure_visible, get_for_user_or_404, visible_memories, visible_memory_ids
 from memory.conflicts import CONFLICT_MARK, selectors
-from memory.conflicts.services import conflict_keep_both, conflict_keep_newer, conflict_keep_older
+from memory.conflicts.services import (
+    conflict_keep_both,
+    conflict_keep_newer,
+    conflict_keep_older,
+    conflicts_bulk_decide,
+)
 from memory.models import LessonConflict
 from memory.roles import approver_required, viewer_required
 from memory.services import Actor
+from memory.web import bulk_selection, none_to_decide
 
 DECISIONS = {
     "keep_newer": (conflict_keep_newer, "Kept the newer lesson; the older one is superseded by it."),
@@ -27,7 +33,8 @@ DECISIONS = {
 @viewer_required
 def inbox(request):
     conflicts = list(selectors.pending_conflicts(visible_memory_ids(request.user))[: selectors.INBOX_ROWS])
-    return TemplateResponse(request, "memory/conflicts/inbox.html", {"conflicts": conflicts, "mark": CONFLICT_MARK})
+    context = {"conflicts": conflicts, "mark": CONFLICT_MARK, "can_approve": can(request.user, APPROVE)}
+    return TemplateResponse(request, "memory/conflicts/inbox.html", context)
 
 
 @viewer_required
@@ -60,3 +67,31 @@ def decide(request, pk):
     else:
         messages.success(request, done)
     return redirect("conflicts:detail", pk=pk)
+
+
+@require_POST
+@approver_required
+def bulk_decide(request):
+    """One decision for the selected conflicts; each lands in its own revertible batch."""
+    try:
+        ids = bulk_selection(request.POST.getlist("conflict"), noun="conflict")
+        conflicts = list(
+            LessonConflict.objects.filter(pk__in=ids, memory__in=visible_memories(request.user, APPROVE))
+            .select_related("memory")
+            .order_by("pk")
+        )
+        if not conflicts:
+            raise none_to_decide(ids, noun="conflict")
+        decided, refused = conflicts_bulk_decide(
+            conflicts=conflicts,
+            decision=request.POST.get("decision", ""),
+            actor=Actor.for_user(request.user),
+            reason=request.POST.get("reason", ""),
+        )
+    except ValidationError as exc:
+        messages.error(request, f"Nothing decided: {'; '.join(exc.messages)}")
+        return redirect("conflicts:inbox")
+    messages.success(request, f"Decided {decided} conflict{'s' if decided != 1 else ''}.")
+    for refusal in refused:
+        messages.warning(request, refusal)
+    return redirect("conflicts:inbox")

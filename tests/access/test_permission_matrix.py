@@ -117,6 +117,7 @@ ROWS = {
     "sync-conflict": Row(VIEW, lambda o: {"conflict_id": o["conflict"].pk}),
     "sync-conflict-resolve": Row(CURATE, lambda o: {"conflict_id": o["conflict"].pk}),
     "conflicts:inbox": Row(VIEW, lambda o: {}, list_page=True),
+    "conflicts:bulk": Row(APPROVE, lambda o: {}, list_page=True),
     "conflicts:detail": Row(VIEW, lambda o: {"pk": o["lesson_conflict"].pk}),
     "conflicts:decide": Row(APPROVE, lambda o: {"pk": o["lesson_conflict"].pk}),
 }

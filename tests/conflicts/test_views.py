@@ -66,3 +66,22 @@ def test_the_list_costs_the_same_queries_however_many_conflicts(
     with django_assert_max_num_queries(len(few)):
         page = client.get(reverse("conflicts:inbox")).content.decode()
     assert page.count("workers run with dramatiq.") == 10
+
+
+def test_bulk_keep_both_dismisses_each_selected_conflict(memory, approver, client_for):
+    for tool in ("celery", "rq"):
+        make_lesson(memory, f"Mail jobs are queued with {tool}.", day=date(2026, 1, 1) if tool == "celery" else None)
+    make_lesson(memory, "Reports are rendered with webpack.", day=date(2026, 1, 1))
+    make_lesson(memory, "Reports are rendered with vite.", day=date(2026, 2, 1))
+    conflicts_detect(memory=memory)
+    ids = list(LessonConflict.objects.values_list("pk", flat=True))
+    assert len(ids) == 2
+    client = client_for(approver)
+    response = client.post(reverse("conflicts:bulk"), {"conflict": ids, "decision": "keep_both"}, follow=True)
+    assert "Decided 2 conflicts." in response.content.decode()
+    assert set(LessonConflict.objects.values_list("status", flat=True)) == {"dismissed"}
+
+
+def test_bulk_refuses_an_empty_selection(memory, approver, client_for):
+    response = client_for(approver).post(reverse("conflicts:bulk"), {"decision": "keep_both"}, follow=True)
+    assert "Nothing decided: Select at least one conflict." in response.content.decode()
