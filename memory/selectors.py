@@ -290,8 +290,8 @@ def compile_memory(memory):
 
     return CompiledMemory(
         text=text,
-        core_kept=[l.id for l, _ in core_kept],
-        working_kept=[l.id for l, _ in working_kept],
+        core_kept=[lesson.id for lesson, _ in core_kept],
+        working_kept=[lesson.id for lesson, _ in working_kept],
         core_chars=len(core_text),
         working_chars=len(working_text),
         core_budget=memory.core_char_budget,

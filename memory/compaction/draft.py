@@ -210,13 +210,13 @@ def validate(draft, inputs, target):
     for lesson in inputs:
         if not lesson.must_keep_reason:
             continue
-        own_lines = [l for l in draft.lines if list(dict.fromkeys(l.source_ids)) == [lesson.id]]
+        own_lines = [line for line in draft.lines if list(dict.fromkeys(line.source_ids)) == [lesson.id]]
         unchanged = [
-            l
-            for l in own_lines
-            if l.text == lesson.text
-            and tuple(l.refs) == lesson.refs
-            and (l.category == lesson.category or not lesson.category)
+            line
+            for line in own_lines
+            if line.text == lesson.text
+            and tuple(line.refs) == lesson.refs
+            and (line.category == lesson.category or not lesson.category)
             and cited_count.get(lesson.id) == 1
         ]
         if unchanged:

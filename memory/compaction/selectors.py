@@ -145,7 +145,7 @@ def proposed_working_text(lines, inputs_by_id):
     lesson after them in proposal order, dated like its newest source, in the last section of the
     lessons it compacts (so before anything appended since).
     """
-    section = max((l.section for l in inputs_by_id.values()), default=0)
+    section = max((lesson.section for lesson in inputs_by_id.values()), default=0)
     kept_ids = {line.source_ids[0] for line in lines if line.kind == KEPT and line.source_ids[0] in inputs_by_id}
     items = [(inputs_by_id[i], inputs_by_id[i].ref_list) for i in sorted(kept_ids)]
     for line in lines:
@@ -197,8 +197,8 @@ def proposal_review(proposal):
         .prefetch_related(Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"), to_attr="ref_list"))
         .order_by("id")
     )
-    inputs_by_id = {l.pk: l for l in inputs}
-    lines = sorted(proposal.lines.all(), key=lambda l: l.position)
+    inputs_by_id = {lesson.pk: lesson for lesson in inputs}
+    lines = sorted(proposal.lines.all(), key=lambda line: line.position)
     drops = list(proposal.drops.all())
     for drop in drops:
         drop.lesson = inputs_by_id.get(drop.lesson_id)
@@ -220,8 +220,8 @@ def proposal_review(proposal):
     ]
     after_text = proposed_working_text(lines, inputs_by_id)
     diff = unified_diff(proposal.before_text, after_text)
-    before_counts = Counter(l.category or "untagged" for l in inputs)
-    after_counts = Counter(l.category for l in lines)
+    before_counts = Counter(lesson.category or "untagged" for lesson in inputs)
+    after_counts = Counter(line.category for line in lines)
     names = [c for c in ALL_CATEGORIES if before_counts[c] or after_counts[c]]
     names += sorted((set(before_counts) | set(after_counts)) - set(names))
     return ProposalReview(
@@ -235,7 +235,7 @@ def proposal_review(proposal):
         categories=[CategoryRow(c, before_counts[c], after_counts[c]) for c in names],
         diff=diff,
         diff_html=unified_diff_html(diff),
-        kind_counts=Counter(l.kind for l in lines),
+        kind_counts=Counter(line.kind for line in lines),
         inputs_by_id=inputs_by_id,
     )
 

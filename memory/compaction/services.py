@@ -160,7 +160,7 @@ def compaction_propose(
         model_name=model_name,
         trigger=trigger,
         trigger_detail=trigger_detail,
-        target_lines=max(memory.compaction_target_lines, sum(1 for l in lessons if l.is_must_keep)),
+        target_lines=max(memory.compaction_target_lines, sum(1 for lesson in lessons if lesson.is_must_keep)),
         recomputed_from=recomputed_from,
     )
 
@@ -197,7 +197,7 @@ def compaction_store_draft(
                 trigger_detail=trigger_detail[:300],
                 validation_errors=errors,
                 raw_output=draft.raw_output,
-                input_lesson_ids=[l.pk for l in lessons],
+                input_lesson_ids=[lesson.pk for lesson in lessons],
                 input_fingerprints=fingerprints(lessons),
                 target_lines=target_lines,
                 before_text=render_working(with_refs(lessons)),
@@ -215,14 +215,14 @@ def _store_draft(proposal, draft):
         ProposalLine(
             proposal=proposal,
             position=i,
-            category=l.category[:20],
-            text=l.text,
-            refs=l.refs,
-            source_ids=l.source_ids,
-            kind=l.kind or "rewritten",
-            edited=l.edited,
+            category=line.category[:20],
+            text=line.text,
+            refs=line.refs,
+            source_ids=line.source_ids,
+            kind=line.kind or "rewritten",
+            edited=line.edited,
         )
-        for i, l in enumerate(draft.lines, start=1)
+        for i, line in enumerate(draft.lines, start=1)
     )
     ProposalDrop.objects.bulk_create(
         ProposalDrop(
@@ -260,14 +260,14 @@ def _draft_from_rows(proposal, lines=None, drops=None):
     return Draft(
         lines=[
             DraftLine(
-                category=l.category,
-                text=l.text,
-                refs=list(l.refs),
-                source_ids=list(l.source_ids),
-                edited=l.edited,
-                origin=f"Line {l.position}",
+                category=line.category,
+                text=line.text,
+                refs=list(line.refs),
+                source_ids=list(line.source_ids),
+                edited=line.edited,
+                origin=f"Line {line.position}",
             )
-            for l in lines
+            for line in lines
         ],
         drops=[DraftDrop(lesson_id=d.lesson_id, reason=d.reason) for d in drops if d.listed],
     )
@@ -293,7 +293,7 @@ def compaction_line_update(*, line, actor, category, text, refs):
     category, text, refs = parse_edited_line(category=category, text=text, refs=refs)
     line = ProposalLine.objects.select_for_update().get(pk=line.pk, proposal=proposal)
     draft = _draft_from_rows(proposal)
-    edited = draft.lines[[l.origin for l in draft.lines].index(f"Line {line.position}")]
+    edited = draft.lines[[draft_line.origin for draft_line in draft.lines].index(f"Line {line.position}")]
     edited.category, edited.text, edited.refs, edited.edited = category, text, refs, True
     errors = validate(draft, input_lessons(_input_rows(proposal)), proposal.target_lines)
     if errors:
@@ -373,8 +373,8 @@ def compaction_apply(*, proposal, actor):
         # lock waits out appends and confirmations in flight (they hold it for their whole transaction).
         # NO KEY: a confirmation row inserted by such an append only key-shares its lesson.
         lessons = {
-            l.pk: l
-            for l in Lesson.objects.select_for_update(no_key=True)
+            lesson.pk: lesson
+            for lesson in Lesson.objects.select_for_update(no_key=True)
             .filter(pk__in=proposal.input_lesson_ids)
             .order_by("id")
             # to_attr: plain lists; a related manager per lesson costs more than the query.
@@ -414,7 +414,7 @@ def _apply_locked(proposal, memory, lessons, actor):
     )
     # Working memory is read in id order; the new lines sort by section, right after the lessons the
     # proposal keeps and before any lesson appended since (those took later sections).
-    section = max(l.section for l in lessons.values())
+    section = max(lesson.section for lesson in lessons.values())
     created = []  # (new lesson, its sources), in proposal order
     for row in rows:
         if row.kind == KEPT:

@@ -176,7 +176,11 @@ def seed_memory(memory, today):
         )
         n += 1
     # A couple of low-value working notes were deleted by hand; they stay restorable.
-    deletable = [l for l in created if l.tier == Tier.WORKING and not l.protected and l.relevance == "low"]
+    deletable = [
+        lesson
+        for lesson in created
+        if lesson.tier == Tier.WORKING and not lesson.protected and lesson.relevance == "low"
+    ]
     for lesson in deletable[:2]:
         services.lesson_delete(lesson=lesson, actor=ACTOR, batch=cleanup, reason="no longer relevant")
     services.memory_bump_version(memory)

@@ -12,7 +12,121 @@ from django.utils import timezone
 from memory.engines.base import ToolCall
 
 STOPWORDS = set(
-    ["a", "an", "the", "and", "or", "but", "if", "then", "else", "of", "to", "in", "on", "at", "by", "for", "with", "from", "into", "over", "under", "about", "as", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "here", "we", "you", "they", "he", "she", "i", "me", "my", "our", "your", "their", "them", "not", "no", "yes", "do", "does", "did", "done", "have", "has", "had", "will", "would", "should", "could", "can", "may", "might", "must", "so", "than", "too", "very", "just", "also", "user", "assistant", "agent", "tool", "asked", "said", "says", "told", "please", "thanks", "thank", "ok", "okay", "let", "lets", "use", "used", "using", "get", "got", "make", "made", "need", "needs", "one", "two", "new", "now", "when", "what", "which", "who", "why", "how", "all", "any", "some", "more", "most"]
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "then",
+        "else",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "from",
+        "into",
+        "over",
+        "under",
+        "about",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "here",
+        "we",
+        "you",
+        "they",
+        "he",
+        "she",
+        "i",
+        "me",
+        "my",
+        "our",
+        "your",
+        "their",
+        "them",
+        "not",
+        "no",
+        "yes",
+        "do",
+        "does",
+        "did",
+        "done",
+        "have",
+        "has",
+        "had",
+        "will",
+        "would",
+        "should",
+        "could",
+        "can",
+        "may",
+        "might",
+        "must",
+        "so",
+        "than",
+        "too",
+        "very",
+        "just",
+        "also",
+        "user",
+        "assistant",
+        "agent",
+        "tool",
+        "asked",
+        "said",
+        "says",
+        "told",
+        "please",
+        "thanks",
+        "thank",
+        "ok",
+        "okay",
+        "let",
+        "lets",
+        "use",
+        "used",
+        "using",
+        "get",
+        "got",
+        "make",
+        "made",
+        "need",
+        "needs",
+        "one",
+        "two",
+        "new",
+        "now",
+        "when",
+        "what",
+        "which",
+        "who",
+        "why",
+        "how",
+        "all",
+        "any",
+        "some",
+        "more",
+        "most",
+    ]
 )
 
 CRITICAL_RE = re.compile(r"\b(never|always|must not|don't|do not|stop doing|no,)\b", re.I)
@@ -83,7 +197,7 @@ def reflection_groups(lessons, covered=()):
     A group a candidate already covers (`covered`: sets of lesson ids) is left out: the inbox has it."""
     from memory.promotions.reflections import ObservationGroups
 
-    by_id = {l.pk: l for l in lessons}
+    by_id = {lesson.pk: lesson for lesson in lessons}
     return [
         [by_id[i] for i in ids]
         for ids in ObservationGroups.of_lessons(lessons).groups()
@@ -94,7 +208,7 @@ def reflection_groups(lessons, covered=()):
 def reflection_text(group):
     """The group's most relevant observation, said plainly: without a model there is nothing to
     synthesize, and a made-up summary would read as if the engine understood the group."""
-    best = max(group, key=lambda l: (["low", "medium", "high", "critical"].index(l.relevance), l.pk))
+    best = max(group, key=lambda lesson: (["low", "medium", "high", "critical"].index(lesson.relevance), lesson.pk))
     return re.sub(r"^(User|Assistant|Tool|System):\s*", "", best.text).strip()[:600]
 
 
@@ -105,7 +219,7 @@ def reflector_policy(lessons, pass_no, existing, covered=()):
         if history or pass_no != 1:
             return []
         reflections = [
-            {"content": reflection_text(g), "supportingObservationIds": [str(l.pk) for l in g]}
+            {"content": reflection_text(g), "supportingObservationIds": [str(lesson.pk) for lesson in g]}
             for g in reflection_groups(lessons, covered)
         ]
         if not reflections:
@@ -122,12 +236,16 @@ def pruner_policy(lessons, coverage, tokens_to_cut, cost):
         if history:
             return []
         order = {"low": 0, "medium": 1}
-        candidates = [l for l in lessons if l.relevance in order and not l.protected and coverage.get(l.pk, 0) > 0]
+        candidates = [
+            lesson
+            for lesson in lessons
+            if lesson.relevance in order and not lesson.protected and coverage.get(lesson.pk, 0) > 0
+        ]
         candidates.sort(
-            key=lambda l: (
-                order[l.relevance],
-                l.observed_at or timezone.make_aware(datetime.combine(l.lesson_date, datetime.min.time())),
-                l.pk,
+            key=lambda lesson: (
+                order[lesson.relevance],
+                lesson.observed_at or timezone.make_aware(datetime.combine(lesson.lesson_date, datetime.min.time())),
+                lesson.pk,
             )
         )
         ids, cut = [], 0

@@ -28,8 +28,8 @@ def run_results(run):
             .distinct()
         )
     return {
-        "observations": [l for l in lessons if l.tier == Tier.WORKING],
-        "core": [l for l in lessons if l.tier == Tier.CORE],
+        "observations": [lesson for lesson in lessons if lesson.tier == Tier.WORKING],
+        "core": [lesson for lesson in lessons if lesson.tier == Tier.CORE],
         "reflections": list(
             PromotionCandidate.objects.filter(memory_id=run.memory_id, evidence__run=run.pk).order_by("id")
         ),

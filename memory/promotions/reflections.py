@@ -57,8 +57,8 @@ class ObservationGroups:
     @classmethod
     def of_lessons(cls, lessons):
         """From Lesson instances (refs prefetched or not)."""
-        rows = [(l.pk, l.text, l.content_hash, l.lesson_date) for l in lessons]
-        paths = {l.pk: [r.path for r in l.refs.all()] for l in lessons}
+        rows = [(lesson.pk, lesson.text, lesson.content_hash, lesson.lesson_date) for lesson in lessons]
+        paths = {lesson.pk: [r.path for r in lesson.refs.all()] for lesson in lessons}
         return cls(detection.facts_from_rows(rows, paths, {}))
 
     @classmethod
@@ -182,7 +182,12 @@ def reflection_propose(*, memory, text, category, lessons, refs, engine, run_id)
     """
     if len(lessons) > detection.MAX_MEMBERS:
         raise ValueError(f"a reflection is backed by at most {detection.MAX_MEMBERS} observations")
-    evidence = {"lessons": sorted(l.pk for l in lessons), "confirmations": [], "source": REFLECTOR, "run": run_id}
+    evidence = {
+        "lessons": sorted(lesson.pk for lesson in lessons),
+        "confirmations": [],
+        "source": REFLECTOR,
+        "run": run_id,
+    }
     proposal = wording.Proposal(
         text=text, category=category, refs=[parse_ref(r) for r in refs], engine=str(engine)[:40]
     )
@@ -190,8 +195,8 @@ def reflection_propose(*, memory, text, category, lessons, refs, engine, run_id)
         memory,
         proposal,
         evidence,
-        [(l, ()) for l in lessons],
-        len({l.lesson_date for l in lessons}),
+        [(lesson, ()) for lesson in lessons],
+        len({lesson.lesson_date for lesson in lessons}),
         timezone.now(),
         detector=REFLECTOR,
     )
@@ -207,7 +212,7 @@ def reflection_support(*, candidate, lessons, groups=None):
     if not from_reflector(candidate) or candidate.status != Status.PENDING:
         return candidate
     have = set(candidate.evidence.get("lessons", []))
-    offered = [l for l in lessons if l.pk not in have]
+    offered = [lesson for lesson in lessons if lesson.pk not in have]
     if not offered:
         return candidate
     groups = groups or ObservationGroups.of_memory(candidate.memory)
@@ -219,7 +224,10 @@ def reflection_support(*, candidate, lessons, groups=None):
     if not added:
         return candidate
     candidate.evidence = {**candidate.evidence, "lessons": members}
-    candidate.supporting_state = {**candidate.supporting_state, **{str(l.pk): {"hash": l.content_hash} for l in added}}
+    candidate.supporting_state = {
+        **candidate.supporting_state,
+        **{str(lesson.pk): {"hash": lesson.content_hash} for lesson in added},
+    }
     candidate.supporting.add(*added)
     candidate.distinct_dates = len(
         set(Lesson.objects.filter(pk__in=candidate.evidence["lessons"]).values_list("lesson_date", flat=True))
@@ -253,7 +261,7 @@ def reflections_reevaluate(*, memory):
         lessons = list(Lesson.objects.filter(pk__in=keep).prefetch_related("refs").order_by("id"))
         new = None
         if lessons:
-            refs = list(dict.fromkeys(r.as_text() for l in lessons for r in l.refs.all()))
+            refs = list(dict.fromkeys(r.as_text() for lesson in lessons for r in lesson.refs.all()))
             new = reflection_propose(
                 memory=memory,
                 text=old.text,

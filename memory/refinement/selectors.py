@@ -96,7 +96,7 @@ def operation_rows(run):
     """Each operation with per-lesson before/after pairs and a text diff where text changed."""
     rows = []
     for op in run.operations.order_by("seq"):
-        before = {str(l["id"]): l for l in op.before or []}
+        before = {str(lesson["id"]): lesson for lesson in op.before or []}
         pairs = []
         for lesson in op.after or []:
             key = str(lesson["id"])

@@ -117,7 +117,7 @@ def apply_session(session):
         touched = set()
         for op in session.ops:
             touched.update(op.args["ids"] if op.action == "consolidate" else [op.args["id"]])
-        current = {l.pk: l for l in Lesson.objects.select_for_update().filter(pk__in=touched)}
+        current = {lesson.pk: lesson for lesson in Lesson.objects.select_for_update().filter(pk__in=touched)}
         for pk in touched:
             if pk not in current or lesson_fingerprint(current[pk]) != session.originals[pk]:
                 raise MemoryChanged(f"lesson {pk} was changed while the run was in progress; nothing was applied")

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _line(lines, start):
-    return next(l for l in lines if l.startswith(start))
+    return next(line for line in lines if line.startswith(start))
 
 
 def wrong_format(text, ids):

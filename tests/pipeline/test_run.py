@@ -145,7 +145,7 @@ def test_scripted_run_from_transcript_to_candidates_and_drop_proposal(memory, sc
     assert proposal.status == "pending" and proposal.trigger == "pruning" and proposal.validation_errors == []
     dropped = set(proposal.drops.values_list("lesson_id", flat=True))
     assert old.pk in dropped and len(dropped) == 2
-    assert {l.kind for l in proposal.lines.all()} == {"kept"}
+    assert {line.kind for line in proposal.lines.all()} == {"kept"}
     assert proposal.lines.count() == 2
     assert Lesson.objects.get(text="User said never push directly to main.").status == "active"
 

@@ -82,7 +82,7 @@ def test_finished_run_lists_what_it_created_and_says_the_pruner_was_skipped(clie
     run.refresh_from_db()
     assert run.status == "completed", run.error
     observations = list(Lesson.objects.filter(memory=memory, tier="working").order_by("id"))
-    assert observations and not any(re.match(r"(User|Assistant):", l.text) for l in observations)
+    assert observations and not any(re.match(r"(User|Assistant):", lesson.text) for lesson in observations)
     candidates = list(PromotionCandidate.objects.filter(memory=memory))
     assert candidates
 

@@ -21,7 +21,7 @@ def corpus(tmp_path):
 
 def _oracle(path):
     (memory,) = evaluation.load_corpus(path)
-    return ThemeOracle({l.id: l.theme for l in memory.lessons})
+    return ThemeOracle({lesson.id: lesson.theme for lesson in memory.lessons})
 
 
 def _run(*args):

@@ -60,7 +60,7 @@ def test_the_model_confirms_the_group(memory, openai):
     check = openai.requests[1].json
     assert check["tools"][0]["function"]["name"] == "verify_group"
     prompt = check["messages"][-1]["content"]
-    assert all(f"{l.pk} | {l.lesson_date.isoformat()}" in prompt for l in lessons)
+    assert all(f"{lesson.pk} | {lesson.lesson_date.isoformat()}" in prompt for lesson in lessons)
     assert LLMCall.objects.filter(purpose="promotion verification", outcome="ok").count() == 1
 
 
