@@ -7,7 +7,7 @@ accepted and one it refuses gets a 422 naming the field.
 
 import re
 from datetime import date, datetime
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -16,7 +16,7 @@ from pydantic import AfterValidator, Discriminator, Tag, TypeAdapter, field_vali
 
 from memory.refs import MAX_REF_PATH, parse_ref
 from memory.textcheck import (
-    MAX_ID,
+    MAX_ID,  # noqa: F401 -- re-exported: the API views bound path ids with s.MAX_ID
     MULTI_LINE_PATTERN,
     NON_BLANK_LINE_PATTERN,
     NON_BLANK_TEXT_PATTERN,
@@ -309,7 +309,11 @@ def _lesson_shape(value):
 
 
 LessonItem = Annotated[
-    Annotated[SaveFact, Tag("save_fact")] | Annotated[LogLearning, Tag("log_learning")] | Annotated[LogError, Tag("log_error")] | Annotated[DailyLog, Tag("daily_log")] | Annotated[CategoryLesson, Tag(_BY_CATEGORY)],
+    Annotated[SaveFact, Tag("save_fact")]
+    | Annotated[LogLearning, Tag("log_learning")]
+    | Annotated[LogError, Tag("log_error")]
+    | Annotated[DailyLog, Tag("daily_log")]
+    | Annotated[CategoryLesson, Tag(_BY_CATEGORY)],
     Discriminator(_lesson_shape),
 ]
 _LESSON_ITEM = TypeAdapter(LessonItem)

@@ -17,7 +17,6 @@ import hashlib
 import json
 import sqlite3
 from datetime import UTC, date, datetime
-from datetime import timezone as dt_timezone
 from pathlib import Path
 
 from memory.formats.nightwatch import CORE_FILE, MEMORIES_DIR, WORKING_FILE, parse_core, parse_working

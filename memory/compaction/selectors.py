@@ -7,7 +7,7 @@ from datetime import date
 from types import SimpleNamespace
 
 from django.core.exceptions import ValidationError
-from django.db.models import Case, Count, F, Prefetch, Q, Value, When
+from django.db.models import Case, Count, F, Prefetch, Value, When
 from django.utils.html import format_html_join
 
 from memory.access import scope, visible_memories
@@ -18,7 +18,6 @@ from memory.models import (
     Lesson,
     LessonRef,
     LessonStatus,
-    Memory,
     ProposalDrop,
     ProposalLine,
     Tier,

@@ -1,7 +1,6 @@
 """python manage.py import_memory ROOT, against real files and the real database."""
 
 from datetime import UTC, date, datetime
-from datetime import timezone as dt_timezone
 
 import pytest
 from django.core.management.base import CommandError

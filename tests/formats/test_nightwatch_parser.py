@@ -1,5 +1,5 @@
 import re
-from datetime import UTC, date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import pytest
 

@@ -1,7 +1,5 @@
 """Coverage tags: pending reflections and core lessons citing a working lesson."""
 
-from django.urls import reverse
-
 from memory import services
 from memory.models import PromotionCandidate
 from memory.pipeline.coverage import coverage_counts, coverage_tag

@@ -1,7 +1,6 @@
 """The promotion inbox page: who can see it, what it shows, and a fixed number of queries."""
 
 from datetime import UTC, date, datetime
-from datetime import timezone as dt_timezone
 
 import pytest
 from django.urls import reverse
