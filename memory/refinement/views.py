@@ -231,7 +231,7 @@ def prompt_edit(request, persona_pk):
 def prompt_preview(request, persona_pk):
     persona = get_for_user_or_404(request.user, Persona.objects.all(), pk=persona_pk, action=APPROVE, via=PERSONA)
     text = request.POST.get("text", "")[:MAX_PROMPT_CHARS]
-    memories, memory = _preview_memory(persona, request)
+    _memories, memory = _preview_memory(persona, request)
     context = {
         "persona": persona,
         "memory": memory,

@@ -319,7 +319,7 @@ def test_page_size_bounds_rows_read_and_html_size(client_for, approver, monkeypa
         return sum(rows), response.content
 
     _candidates(5)
-    few_rows, few_html = read()
+    few_rows, _few_html = read()
     _candidates(20)
     many_rows, many_html = read()
     assert _cards(many_html.decode()) == 4
