@@ -51,10 +51,10 @@ _PATH_RE = re.compile(PATH_PATTERN)
 REF_DESCRIPTION = "A file or folder, optionally with lines: src/app.py#L10-L20 (lines 1–9,999,999; no '..')."
 
 _PATTERNS = {
-    SINGLE_LINE_PATTERN: dict(multiline=False, blank_ok=True),
-    NON_BLANK_LINE_PATTERN: dict(multiline=False, blank_ok=False),
-    MULTI_LINE_PATTERN: dict(multiline=True, blank_ok=True),
-    NON_BLANK_TEXT_PATTERN: dict(multiline=True, blank_ok=False),
+    SINGLE_LINE_PATTERN: {"multiline": False, "blank_ok": True},
+    NON_BLANK_LINE_PATTERN: {"multiline": False, "blank_ok": False},
+    MULTI_LINE_PATTERN: {"multiline": True, "blank_ok": True},
+    NON_BLANK_TEXT_PATTERN: {"multiline": True, "blank_ok": False},
 }
 MAX_WORDS_CHARS = 200
 

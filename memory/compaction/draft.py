@@ -167,7 +167,7 @@ def validate(draft, inputs, target):
     if not draft.lines:
         # Every other rule would just repeat that nothing came back.
         draft.drops = []
-        return errors + ["The proposal has no lines; compaction never empties working memory."]
+        return [*errors, "The proposal has no lines; compaction never empties working memory."]
     inputs_by_id = {i.id: i for i in inputs}
     target = effective_target(target, inputs)
 

@@ -8,7 +8,7 @@ from django.db.models import Count, Max, Q
 from memory.access import scope, visible_memories
 from memory.models import Lesson, RefinementOperation, RefinementRun
 
-STATUS_FILTERS = [("", "All")] + list(RefinementRun.Status.choices)
+STATUS_FILTERS = [("", "All"), *RefinementRun.Status.choices]
 
 
 def runs_needing_a_look():

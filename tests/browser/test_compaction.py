@@ -188,7 +188,7 @@ def test_lessons_appended_through_the_api_survive_apply_and_revert(page, login, 
     )
     assert response.status == 201, response.text()
     appended = list(Lesson.objects.filter(memory=memory).exclude(pk__in=proposal.input_lesson_ids).order_by("id"))
-    assert [lesson.text for lesson in appended][0] == texts[0] and len(appended) == 2
+    assert appended[0].text == texts[0] and len(appended) == 2
 
     def state(lessons):
         return [

@@ -59,7 +59,7 @@ def test_drops_oldest_low_relevance_first_down_to_the_target(memory, actor):
     kept_ids = {i for line in proposal.lines.all() for i in line.source_ids}
     assert len(kept_ids) == 5
     assert {protected.pk, critical.pk} <= kept_ids
-    assert set(lesson.pk for lesson in medium) <= kept_ids
+    assert {lesson.pk for lesson in medium} <= kept_ids
     dropped = {d.lesson_id: d for d in proposal.drops.all()}
     assert set(dropped) == {lesson.pk for lesson in low_old}
     assert all(d.had_refs and d.listed and "low relevance" in d.reason for d in dropped.values())

@@ -92,7 +92,7 @@ def test_an_llm_persona_uses_its_engine(memory, monkeypatch, send):
     engines = []
 
     def fake_get_engine(persona, *, memory=None):
-        engines.append(ScriptedEngine("- [OBSERVATION] Everything about src/mod_0.py {ids: %d}" % first.pk))
+        engines.append(ScriptedEngine(f"- [OBSERVATION] Everything about src/mod_0.py {{ids: {first.pk}}}"))
         return engines[-1]
 
     monkeypatch.setattr("memory.compaction.services.get_engine", fake_get_engine)

@@ -103,12 +103,14 @@ def test_scripted_run_from_transcript_to_candidates_and_drop_proposal(memory, sc
                 (
                     "drop_observations",
                     {
-                        "ids": [str(old.pk)]
-                        + ids_of(
-                            memory,
-                            "User said never push directly to main.",
-                            "completed: advisory locks in the queue worker; tests pass.",
-                        )
+                        "ids": [
+                            str(old.pk),
+                            *ids_of(
+                                memory,
+                                "User said never push directly to main.",
+                                "completed: advisory locks in the queue worker; tests pass.",
+                            ),
+                        ]
                     },
                 )
             ],

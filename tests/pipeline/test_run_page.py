@@ -68,14 +68,14 @@ def test_observations_lose_speaker_prefixes_and_get_the_refs_the_transcript_name
 def test_finished_run_lists_what_it_created_and_says_the_pruner_was_skipped(client_for, viewer, memory):
     interaction = make_interaction(
         memory,
-        TRANSCRIPT
-        + [
+        [
+            *TRANSCRIPT,
             {
                 "id": "m4",
                 "role": "user",
                 "at": "2026-03-02 09:30",
                 "text": "The retry loop in the queue worker must surface TimeoutError to callers.",
-            }
+            },
         ],
     )
     run = run_pipeline(memory, interaction)  # offline engine; working memory stays far under its budget

@@ -194,7 +194,7 @@ def test_completed_run_applies_through_services_in_one_batch(memory):
     consolidate = run.operations.get(action="consolidate")
     assert {item["id"] for item in consolidate.after} == {a.pk, b.pk, new.pk}
     assert run.tokens_in == 140 and run.tokens_out == 21
-    assert "id %d" % a.pk in run.prompt_sent and e.text in run.prompt_sent
+    assert f"id {a.pk}" in run.prompt_sent and e.text in run.prompt_sent
     # one revert undoes the whole run
     from memory.refinement.services import refinement_run_revert
     from memory.services import Actor
