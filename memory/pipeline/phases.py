@@ -228,7 +228,7 @@ def reflect(ctx):
             handler=tool,
             purpose="pipeline reflector",
             policy=offline.reflector_policy(working, pass_no, existing, covered),
-            deltas=lambda: {
+            deltas=lambda tool=tool: {
                 "reflections_added": tool.added,
                 "reflections_merged": tool.merged,
                 "rejected": tool.rejected,

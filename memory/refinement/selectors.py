@@ -112,7 +112,7 @@ def operation_rows(run):
                     "is_new": prior is None and op.mutating,
                 }
             )
-        for key, prior in before.items():
+        for prior in before.values():
             pairs.append({"id": prior["id"], "before": prior, "after": None, "diff": None, "is_new": False})
         rows.append({"op": op, "pairs": pairs, "args": json.dumps(op.arguments, ensure_ascii=False)})
     return rows

@@ -61,7 +61,7 @@ def _memory_with_duplicates():
 
 
 def test_review_edit_apply_and_revert(page, login, make_user, screenshot):
-    lead = make_user("lead", role="approver")
+    make_user("lead", role="approver")
     memory = _memory_with_duplicates()
     proposal = compaction_propose(memory=memory, actor=services.Actor.job("compaction check"))
     assert proposal.status == "pending", proposal.validation_errors

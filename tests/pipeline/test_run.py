@@ -23,7 +23,7 @@ def test_scripted_run_from_transcript_to_candidates_and_drop_proposal(memory, sc
     memory.save()
     old = make_lesson(memory, "Old note: the queue worker was restarted by hand.", relevance="low")
     interaction = make_interaction(memory)
-    engine = scripted_engine(
+    scripted_engine(
         turns=[
             # observer
             [
