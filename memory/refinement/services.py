@@ -224,26 +224,7 @@ def refinement_run_execute(*, run_id, engine=None, max_turns=None):
     memory, persona = run.memory, run.memory.persona
     try:
         engine = engine or _engine_for(persona, memory)
-        run.engine = getattr(engine, "provider", "")[:40]
-        consent = prompts.build_consent_prompt()
-        RefinementRun.objects.filter(pk=run.pk).update(
-            engine=run.engine, consent_prompt=consent, current_action="asking consent", heartbeat_at=timezone.now()
-        )
-        run.consent_prompt = consent
-        if run.engine == "offline":
-            answer = "YES"  # the offline policy only ever merges exact and near-exact duplicates
-        else:
-            completion = engine.complete(
-                system=prompts.REFINEMENT_SYSTEM, prompt=consent, purpose="refinement_consent", max_tokens=16
-            )
-            answer = completion.text or ""
-            run.tokens_in += completion.tokens_in
-            run.tokens_out += completion.tokens_out
-        RefinementRun.objects.filter(pk=run.pk).update(
-            consent_answer=answer[:2000], tokens_in=run.tokens_in, tokens_out=run.tokens_out
-        )
-        run.consent_answer = answer[:2000]
-        if not prompts.consent_given(answer):
+        if not prompts.consent_given(_ask_consent(run, engine)):
             finish_run(
                 run,
                 RefinementRun.Status.DECLINED,
@@ -252,22 +233,7 @@ def refinement_run_execute(*, run_id, engine=None, max_turns=None):
             )
             return run
 
-        session = RefinementSession.load(run)
-        lessons = sorted((s for s in session.lessons.values()), key=lambda s: s.id)
-        ledger_rows = Lesson.objects.filter(pk__in=[s.id for s in lessons]).order_by("id")
-        prompt = prompts.build_refinement_prompt(persona, memory, lessons=list(ledger_rows))
-        version = RefinementPromptVersion.objects.filter(persona=persona).order_by("-number").first()
-        session.run.mass_before = int(mass_of_chars(session.chars_before))
-        RefinementRun.objects.filter(pk=run.pk).update(
-            system_prompt=prompts.REFINEMENT_SYSTEM,
-            prompt_sent=prompt,
-            prompt_version=version,
-            mass_before=session.run.mass_before,
-            current_action="session started",
-            heartbeat_at=timezone.now(),
-        )
-        run.system_prompt, run.prompt_sent, run.prompt_version = prompts.REFINEMENT_SYSTEM, prompt, version
-
+        session, prompt = _start_session(run, persona, memory)
         policy = None
         if run.engine == "offline":
             from memory.refinement.offline import dedupe_policy
@@ -297,6 +263,50 @@ def refinement_run_execute(*, run_id, engine=None, max_turns=None):
         _fail(run, f"internal error: {exc.__class__.__name__}: {exc}")
     run.refresh_from_db()
     return run
+
+
+def _ask_consent(run, engine):
+    """Ask the agent whether it agrees to refine its memory; records prompt, answer and tokens. Returns the answer."""
+    run.engine = getattr(engine, "provider", "")[:40]
+    consent = prompts.build_consent_prompt()
+    RefinementRun.objects.filter(pk=run.pk).update(
+        engine=run.engine, consent_prompt=consent, current_action="asking consent", heartbeat_at=timezone.now()
+    )
+    run.consent_prompt = consent
+    if run.engine == "offline":
+        answer = "YES"  # the offline policy only ever merges exact and near-exact duplicates
+    else:
+        completion = engine.complete(
+            system=prompts.REFINEMENT_SYSTEM, prompt=consent, purpose="refinement_consent", max_tokens=16
+        )
+        answer = completion.text or ""
+        run.tokens_in += completion.tokens_in
+        run.tokens_out += completion.tokens_out
+    RefinementRun.objects.filter(pk=run.pk).update(
+        consent_answer=answer[:2000], tokens_in=run.tokens_in, tokens_out=run.tokens_out
+    )
+    run.consent_answer = answer[:2000]
+    return answer
+
+
+def _start_session(run, persona, memory):
+    """Load the session over the memory's lessons and record the prompt it starts from. Returns (session, prompt)."""
+    session = RefinementSession.load(run)
+    lessons = sorted((s for s in session.lessons.values()), key=lambda s: s.id)
+    ledger_rows = Lesson.objects.filter(pk__in=[s.id for s in lessons]).order_by("id")
+    prompt = prompts.build_refinement_prompt(persona, memory, lessons=list(ledger_rows))
+    version = RefinementPromptVersion.objects.filter(persona=persona).order_by("-number").first()
+    session.run.mass_before = int(mass_of_chars(session.chars_before))
+    RefinementRun.objects.filter(pk=run.pk).update(
+        system_prompt=prompts.REFINEMENT_SYSTEM,
+        prompt_sent=prompt,
+        prompt_version=version,
+        mass_before=session.run.mass_before,
+        current_action="session started",
+        heartbeat_at=timezone.now(),
+    )
+    run.system_prompt, run.prompt_sent, run.prompt_version = prompts.REFINEMENT_SYSTEM, prompt, version
+    return session, prompt
 
 
 def _fail(run, error):
