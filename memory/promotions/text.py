@@ -25,6 +25,8 @@ DEFAULT_LANGUAGE = "english"
 # Languages we can both recognise (stop words) and stem (Snowball).
 OTHER_LANGUAGES = ("german", "spanish", "french", "italian", "portuguese", "dutch")
 
+# Word lists, each kept on one line rather than one word per line.
+# fmt: off
 ENGLISH_STOP_WORDS = frozenset(
     ["a", "about", "above", "after", "again", "against", "all", "also", "always", "am", "an", "and", "any", "are", "aren", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "cannot", "could", "did", "didn", "do", "does", "doesn", "doing", "don", "done", "down", "during", "each", "else", "even", "ever", "every", "few", "for", "from", "further", "get", "gets", "got", "had", "has", "hasn", "have", "haven", "having", "he", "her", "here", "hers", "him", "his", "how", "however", "i", "if", "in", "into", "is", "isn", "it", "its", "itself", "just", "let", "like", "made", "make", "makes", "many", "may", "me", "might", "more", "most", "much", "must", "my", "need", "needs", "never", "no", "nor", "not", "now", "of", "off", "often", "on", "once", "one", "only", "or", "other", "our", "ours", "out", "over", "own", "per", "rather", "really", "same", "say", "says", "see", "seem", "seems", "shall", "she", "should", "shouldn", "since", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "then", "there", "these", "they", "thing", "things", "this", "those", "though", "through", "thus", "to", "too", "under", "until", "up", "upon", "us", "use", "used", "uses", "using", "very", "via", "was", "wasn", "way", "we", "well", "were", "weren", "what", "when", "where", "whether", "which", "while", "who", "whom", "whose", "why", "will", "with", "within", "without", "won", "would", "wouldn", "yes", "yet", "you", "your", "yours", "e", "g", "eg", "ie", "etc"]
 )
@@ -32,6 +34,7 @@ ENGLISH_STOP_WORDS = frozenset(
 PATH_NOISE = frozenset(
     ["src", "lib", "app", "py", "ts", "tsx", "js", "jsx", "md", "json", "yml", "yaml", "toml", "cfg", "ini", "txt", "sql", "sh", "html", "css", "rb", "go", "rs"]
 )
+# fmt: on
 
 _ALWAYS_DROPPED = ENGLISH_STOP_WORDS | PATH_NOISE
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
