@@ -438,32 +438,7 @@ def _apply_locked(
         label=f"Compaction proposal #{proposal.pk}: {len(lessons)} → {len(rows)} lessons",
         reason=f"Applied compaction proposal #{proposal.pk} ({proposal.engine}).",
     )
-    # Working memory is read in id order; the new lines sort by section, right after the lessons the
-    # proposal keeps and before any lesson appended since (those took later sections).
-    section = max(lesson.section for lesson in lessons.values())
-    created: list[tuple[services.NewLesson, list[Lesson]]] = []  # (new lesson, its sources), in proposal order
-    for row in rows:
-        if row.kind == KEPT:
-            continue
-        sources = [lessons[i] for i in dict.fromkeys(row.source_ids)]
-        created.append(
-            (
-                services.NewLesson(
-                    batch_id=batch.pk,
-                    memory_id=memory.pk,
-                    tier=Tier.WORKING,
-                    category=row.category,
-                    text=row.text.strip(),
-                    lesson_date=max(s.lesson_date for s in sources),
-                    section=section,
-                    refs=services.clean_refs(row.refs),
-                    relevance=Relevance.highest(s.relevance for s in sources),
-                    protected=any(s.protected for s in sources),
-                    derived_from=[s.pk for s in sources],
-                ),
-                sources,
-            )
-        )
+    created = _new_lessons(rows, lessons, batch, memory)
     # Set-based writes: a 150-lesson apply is a handful of statements, not a few per lesson.
     new_ids = services.lessons_bulk_create([new for new, _ in created], now=now)
     replaced_by: dict[int, int] = {}
@@ -501,6 +476,39 @@ def _apply_locked(
     proposal.apply_batch = batch
     proposal.save(update_fields=["status", "decided_by", "decided_at", "apply_batch"])
     return batch
+
+
+def _new_lessons(
+    rows: list[ProposalLine], lessons: dict[int, Any], batch: ChangeBatch, memory: Memory
+) -> list[tuple[services.NewLesson, list[Lesson]]]:
+    """The lessons the proposal's rewritten and merged lines become, each with its sources, in proposal order."""
+    # Working memory is read in id order; the new lines sort by section, right after the lessons the
+    # proposal keeps and before any lesson appended since (those took later sections).
+    section = max(lesson.section for lesson in lessons.values())
+    created: list[tuple[services.NewLesson, list[Lesson]]] = []
+    for row in rows:
+        if row.kind == KEPT:
+            continue
+        sources = [lessons[i] for i in dict.fromkeys(row.source_ids)]
+        created.append(
+            (
+                services.NewLesson(
+                    batch_id=batch.pk,
+                    memory_id=memory.pk,
+                    tier=Tier.WORKING,
+                    category=row.category,
+                    text=row.text.strip(),
+                    lesson_date=max(s.lesson_date for s in sources),
+                    section=section,
+                    refs=services.clean_refs(row.refs),
+                    relevance=Relevance.highest(s.relevance for s in sources),
+                    protected=any(s.protected for s in sources),
+                    derived_from=[s.pk for s in sources],
+                ),
+                sources,
+            )
+        )
+    return created
 
 
 @transaction.atomic

@@ -101,6 +101,20 @@ def _changed_lessons(candidate: PromotionCandidate, lessons: Iterable[Lesson]) -
     return problems
 
 
+def _lock_unchanged_supporting(candidate: PromotionCandidate) -> list[Lesson]:
+    """The candidate's supporting lessons, locked; NeedsReview when one changed since it was proposed."""
+    supporting = list(
+        Lesson.objects.select_for_update().filter(pk__in=[int(i) for i in candidate.supporting_state]).order_by("id")
+    )
+    problems = _changed_lessons(candidate, supporting)
+    if problems:
+        raise NeedsReview(
+            "The supporting lessons changed since this was proposed (" + "; ".join(problems) + "). "
+            "Review the refreshed proposal instead."
+        )
+    return supporting
+
+
 def _highest_relevance(lessons: Iterable[Lesson]) -> str:
     return Relevance.highest(lesson.relevance for lesson in lessons)
 
@@ -136,15 +150,7 @@ def promotion_approve(
     edited = (final_text, final_category) != (candidate.text, candidate.category) or (
         refs is not None and [r.as_text() for r in services.clean_refs(final_refs)] != candidate.refs
     )
-    supporting = list(
-        Lesson.objects.select_for_update().filter(pk__in=[int(i) for i in candidate.supporting_state]).order_by("id")
-    )
-    problems = _changed_lessons(candidate, supporting)
-    if problems:
-        raise NeedsReview(
-            "The supporting lessons changed since this was proposed (" + "; ".join(problems) + "). "
-            "Review the refreshed proposal instead."
-        )
+    supporting = _lock_unchanged_supporting(candidate)
     batch = services.batch_create(
         memory=memory,
         kind=ChangeBatch.Kind.PROMOTION,
