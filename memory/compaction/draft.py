@@ -9,11 +9,12 @@ Anything else is a format error: the draft is stored as invalid and never applie
 """
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
 
-from memory.models import ALL_CATEGORIES
+from memory.models import ALL_CATEGORIES, CompactionProposal, ProposalDrop, ProposalLine
 from memory.refs import parse_ref_list
 from memory.services import validate_lesson_fields
 
@@ -287,6 +288,30 @@ def _drops(inputs, listed_drops, cited_count):
         elif lesson.id not in cited_count:
             drops.append(DraftDrop(lesson.id, UNLISTED_DROP_REASON, listed=False, had_refs=bool(lesson.refs)))
     return drops
+
+
+def draft_from_rows(
+    proposal: CompactionProposal,
+    lines: Iterable[ProposalLine] | None = None,
+    drops: Iterable[ProposalDrop] | None = None,
+) -> Draft:
+    """The draft a stored proposal holds (its rows, or the `lines` and `drops` given), as validation reads it."""
+    lines = proposal.lines.order_by("position") if lines is None else lines
+    drops = proposal.drops.all() if drops is None else drops
+    return Draft(
+        lines=[
+            DraftLine(
+                category=line.category,
+                text=line.text,
+                refs=list(line.refs),
+                source_ids=list(line.source_ids),
+                edited=line.edited,
+                origin=f"Line {line.position}",
+            )
+            for line in lines
+        ],
+        drops=[DraftDrop(lesson_id=d.lesson_id, reason=d.reason) for d in drops if d.listed],
+    )
 
 
 def parse_edited_line(*, category, text, refs):

@@ -23,8 +23,7 @@ from memory import services
 from memory.compaction.draft import (
     KEPT,
     Draft,
-    DraftDrop,
-    DraftLine,
+    draft_from_rows,
     input_lessons,
     parse_edited_line,
     validate,
@@ -270,29 +269,6 @@ def compaction_check(*, memory_id: int) -> CompactionProposal | None:
         return None
 
 
-def _draft_from_rows(
-    proposal: CompactionProposal,
-    lines: Iterable[ProposalLine] | None = None,
-    drops: Iterable[ProposalDrop] | None = None,
-) -> Draft:
-    lines = proposal.lines.order_by("position") if lines is None else lines
-    drops = proposal.drops.all() if drops is None else drops
-    return Draft(
-        lines=[
-            DraftLine(
-                category=line.category,
-                text=line.text,
-                refs=list(line.refs),
-                source_ids=list(line.source_ids),
-                edited=line.edited,
-                origin=f"Line {line.position}",
-            )
-            for line in lines
-        ],
-        drops=[DraftDrop(lesson_id=d.lesson_id, reason=d.reason) for d in drops if d.listed],
-    )
-
-
 def _input_rows(proposal: CompactionProposal) -> list[Lesson]:
     return list(Lesson.objects.filter(pk__in=proposal.input_lesson_ids).prefetch_related("refs").order_by("id"))
 
@@ -314,7 +290,7 @@ def compaction_line_update(
     proposal = _lock_pending(line.proposal)
     category, text, refs = parse_edited_line(category=category, text=text, refs=refs)
     line = ProposalLine.objects.select_for_update().get(pk=line.pk, proposal=proposal)
-    draft = _draft_from_rows(proposal)
+    draft = draft_from_rows(proposal)
     edited = draft.lines[[draft_line.origin for draft_line in draft.lines].index(f"Line {line.position}")]
     edited.category, edited.text, edited.refs, edited.edited = category, text, refs, True
     errors = validate(draft, input_lessons(_input_rows(proposal)), proposal.target_lines)
@@ -425,7 +401,7 @@ def _apply_locked(
 ) -> ChangeBatch:
     rows = list(proposal.lines.order_by("position"))
     drops = list(proposal.drops.all())
-    draft = _draft_from_rows(proposal, rows, drops)
+    draft = draft_from_rows(proposal, rows, drops)
     errors = validate(draft, input_lessons([lessons[i] for i in sorted(lessons)]), proposal.target_lines)
     if errors:
         raise CompactionError("This proposal does not pass validation: " + " ".join(errors))
