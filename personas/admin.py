@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 
 from memory.access import PERSONA, PROJECT, TeamScopedAdmin
 from memory.listing import PageCountsAdminMixin, grouped_counts
-from memory.models import Lesson, LessonStatus, Memory, Tier
+from memory.models import LessonStatus, Memory, Tier
 from personas import services
 from personas.forms import PersonaForm
 from personas.models import Membership, Persona, PersonaAlias, Project, Team, TeamChange

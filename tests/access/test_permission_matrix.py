@@ -313,7 +313,7 @@ def _expected(row, person, method):
 
 @pytest.mark.parametrize("name", sorted(ROWS))
 def test_matrix(name, world, client):
-    own, other, users = world
+    own, _other, users = world
     row = ROWS[name]
     url = reverse(name, kwargs=row.args(own))
     secret = own["persona"].name

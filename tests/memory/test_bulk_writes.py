@@ -55,7 +55,7 @@ def test_history_of_bulk_lessons_is_the_snapshot_revert_compares(django_assert_m
     with django_assert_max_num_queries(8):  # a few statements whatever the number of lessons
         ids = services.lessons_bulk_create(new)
     lessons = Lesson.objects.filter(pk__in=ids).order_by("id").prefetch_related("refs")
-    assert [l.text for l in lessons] == ['Quote " and ünïcode', "Merged lesson"]
+    assert [lesson.text for lesson in lessons] == ['Quote " and ünïcode', "Merged lesson"]
     plain, merged = lessons
     assert [r.as_text() for r in plain.refs.order_by("position")] == ["src/a.py#L3-L9", "README.md"]
     assert (merged.relevance, merged.protected, list(merged.derived_from.all())) == ("critical", True, [source])
