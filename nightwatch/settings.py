@@ -217,7 +217,8 @@ OIDC_CLIENT_SECRET = env_str("OIDC_CLIENT_SECRET", "")
 OIDC_SCOPES = env_str("OIDC_SCOPES", "openid email profile offline_access")
 OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups") or "groups"
 OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "single sign-on")
-OIDC_SIGN_ALGO = env_str("OIDC_SIGN_ALGO", "RS256")
+# The ID token's accepted signature algorithms (comma-separated); blank: the public-key ones the provider announces.
+OIDC_SIGN_ALGO = env_str("OIDC_SIGN_ALGO", "")
 OIDC_TIMEOUT = env_float("OIDC_TIMEOUT", 10.0, minimum=0.5, maximum=120)
 # A signed-in person's provider session is re-checked at most this often (refresh token).
 OIDC_RECHECK_SECONDS = env_int("OIDC_RECHECK_SECONDS", 60, minimum=1)

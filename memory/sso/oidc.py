@@ -77,6 +77,17 @@ def library_setting(attr, *default):
     return getattr(settings, attr, *default)
 
 
+ASYMMETRIC = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+
+
+def accepted_algorithms() -> list[str]:
+    """OIDC_SIGN_ALGO when set (comma-separated), else the public-key algorithms the provider announces."""
+    if settings.OIDC_SIGN_ALGO:
+        return [a.strip() for a in settings.OIDC_SIGN_ALGO.split(",") if a.strip()]
+    announced = discovery().get("id_token_signing_alg_values_supported") or ["RS256"]
+    return [a for a in announced if a in ASYMMETRIC]
+
+
 def refusal_message(request, message):
     request.sso_error = message
     return SignInRefused(message)
@@ -87,7 +98,7 @@ class OidcBackend(OIDCAuthenticationBackend):
 
     def __init__(self, *args, **kwargs):
         self.UserModel = get_user_model()
-        self.OIDC_RP_SIGN_ALGO = settings.OIDC_SIGN_ALGO
+        self.OIDC_RP_SIGN_ALGO = "RS256"  # tells the library to verify with the provider's published keys
         self.OIDC_RP_IDP_SIGN_KEY = None
 
     # Endpoints are read when needed, so an unconfigured or unreachable provider costs nothing at start.
@@ -125,13 +136,15 @@ class OidcBackend(OIDCAuthenticationBackend):
             header = jwt.get_unverified_header(payload)
         except jwt.InvalidTokenError as exc:
             raise refusal_message(self.request, "The identity provider's answer was not a valid ID token.") from exc
-        if header.get("alg") != self.OIDC_RP_SIGN_ALGO:
+        if header.get("alg") not in accepted_algorithms():
             raise refusal_message(self.request, "The ID token is signed with an algorithm this site does not accept.")
+        if isinstance(key, jwt.PyJWK):
+            key = key.key  # the public key itself: the JWK may not name its algorithm, the header does
         try:
             return jwt.decode(
                 payload,
                 key,
-                algorithms=[self.OIDC_RP_SIGN_ALGO],
+                algorithms=[header["alg"]],
                 audience=settings.OIDC_CLIENT_ID,
                 issuer=discovery()["issuer"],
                 leeway=30,
@@ -146,6 +159,7 @@ class OidcBackend(OIDCAuthenticationBackend):
         except jwt.InvalidAudienceError as exc:
             raise refusal_message(self.request, "The ID token was issued for another application.") from exc
         except jwt.InvalidTokenError as exc:
+            log.warning("ID token refused: %s", exc)
             raise refusal_message(self.request, "The ID token could not be verified.") from exc
 
     def verify_token(self, token, **kwargs):
@@ -154,6 +168,7 @@ class OidcBackend(OIDCAuthenticationBackend):
         except SignInRefused:
             raise
         except SuspiciousOperation as exc:
+            log.warning("ID token refused: %s", exc)
             if "Nonce" in str(exc):
                 raise refusal_message(
                     self.request, "The sign-in answer does not belong to this browser session."
