@@ -88,6 +88,15 @@ def accepted_algorithms() -> list[str]:
     return [a for a in announced if a in ASYMMETRIC]
 
 
+def groups_of(claims: dict) -> list[str]:
+    """The groups claim as a list of names. Providers leave the claim out for a person in no group, so a missing
+    claim is no group: only memberships the sign-in gave are at stake, and without the claim it gave none."""
+    groups = claims.get(settings.OIDC_GROUPS_CLAIM) or []
+    if isinstance(groups, str):
+        groups = [groups]
+    return [str(g) for g in groups]
+
+
 def refusal_message(request, message):
     request.sso_error = message
     return SignInRefused(message)
@@ -194,9 +203,8 @@ class OidcBackend(OIDCAuthenticationBackend):
     def get_or_create_user(self, access_token, id_token, payload):
         user = super().get_or_create_user(access_token, id_token, payload)
         claims = self._claims
-        if user is not None and settings.OIDC_GROUPS_CLAIM in claims:
-            groups = claims[settings.OIDC_GROUPS_CLAIM] or []
-            memberships_sync(user=user, groups=[str(g) for g in groups], source=MembershipSource.OIDC)
+        if user is not None:
+            memberships_sync(user=user, groups=groups_of(claims), source=MembershipSource.OIDC)
         return user
 
     def update_user(self, user, claims):

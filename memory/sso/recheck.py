@@ -15,7 +15,7 @@ from django.shortcuts import resolve_url
 from django.utils.http import urlencode
 
 from memory.sso.models import IdpIdentity
-from memory.sso.oidc import ProviderUnavailable, discovery
+from memory.sso.oidc import OidcBackend, ProviderUnavailable, SignInRefused, discovery, groups_of
 from memory.sso.pages import provider_unavailable
 from memory.sso.services import memberships_sync
 from personas.models import MembershipSource
@@ -42,6 +42,9 @@ def session_recheck(request) -> str:
         return OK  # another request of this session is checking right now
     try:
         return _recheck(request)
+    except SignInRefused as exc:
+        log.warning("The identity provider's new ID token for %s was refused: %s", request.user, exc)
+        return ENDED
     except (requests.RequestException, ValueError, KeyError, ProviderUnavailable) as exc:
         log.warning("The identity provider could not re-check %s: %s", request.user, exc)
         return UNAVAILABLE
@@ -79,15 +82,23 @@ def _recheck(request) -> str:
     if userinfo.status_code in (401, 403):
         return ENDED
     userinfo.raise_for_status()
-    claims = userinfo.json()
+    claims = {**_id_token_claims(request, tokens.get("id_token")), **userinfo.json()}
     if claims.get("sub") != identity.subject:
         return ENDED
-    if settings.OIDC_GROUPS_CLAIM in claims:
-        groups = [str(g) for g in claims[settings.OIDC_GROUPS_CLAIM] or []]
-        memberships_sync(user=request.user, groups=groups, source=MembershipSource.OIDC)
+    memberships_sync(user=request.user, groups=groups_of(claims), source=MembershipSource.OIDC)
     session[REFRESH_TOKEN] = tokens.get("refresh_token") or refresh_token
     session[CHECKED_AT] = time.time()
     return OK
+
+
+def _id_token_claims(request, id_token: str | None) -> dict:
+    """The claims of the ID token a refresh returned (verified as at sign-in, but for its nonce): some providers
+    (Entra ID) send the groups only there, not from the userinfo endpoint."""
+    if not id_token:
+        return {}
+    backend = OidcBackend()
+    backend.request = request
+    return backend._verify_jws(id_token, backend.retrieve_matching_jwk(id_token))
 
 
 class OidcRecheckMiddleware:
