@@ -11,14 +11,17 @@ SCOPES = ["openid", "email", "profile", "groups"]
 
 
 @pytest.fixture
-def provider(iam_server, settings):
+def provider(iam_server, settings, request):
     """The provider, with this site registered as a confidential client and the settings pointing at it."""
     client_id = f"nightwatch-{uuid.uuid4().hex[:8]}"
+    redirect_uris = ["http://testserver/accounts/sso/callback/"]
+    if "live_server" in request.fixturenames:
+        redirect_uris.append(request.getfixturevalue("live_server").url + "/accounts/sso/callback/")
     client = iam_server.models.Client(
         client_id=client_id,
         client_secret="s3cret-" + client_id,
         client_name="Night Watch Memory",
-        redirect_uris=["http://testserver/accounts/sso/callback/"],
+        redirect_uris=redirect_uris,
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
         token_endpoint_auth_method="client_secret_post",
