@@ -203,6 +203,6 @@ def test_deleting_a_person_deactivates_the_account_and_keeps_its_name(scim, db):
 
 def test_a_superuser_account_is_never_taken_over(scim, db):
     User.objects.create_superuser("root", password="pw-for-tests-1")
-    status, body = scim("POST", "/Users", {"schemas": [USER], "userName": "root", "active": False})
+    status, _ = scim("POST", "/Users", {"schemas": [USER], "userName": "root", "active": False})
     assert status == 409
     assert User.objects.get(username="root").is_active
