@@ -7,7 +7,7 @@ membership of another source is left as it is. Every change goes into the team's
 
 import secrets
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -32,7 +32,7 @@ def roles_for_groups(groups: list[str]) -> dict[int, str]:
 
 
 @transaction.atomic
-def memberships_sync(*, user: AbstractBaseUser, groups: list[str], source: str) -> list[str]:
+def memberships_sync(*, user: User, groups: list[str], source: str) -> list[str]:
     """Create, change and remove the user's memberships of `source` so they match what `groups` map to.
     Returns one line per change (also written to each team's history)."""
     assert source in (MembershipSource.OIDC, MembershipSource.SCIM)
