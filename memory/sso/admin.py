@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.utils import timezone
 
 from memory.sso.models import IdpGroupMapping, IdpIdentity, ScimGroup, ScimToken
-from memory.sso.services import team_change_record
+from personas.services import team_change_record
 
 
 @admin.register(IdpGroupMapping)

@@ -1,8 +1,6 @@
 """Sign-in pages: the login page (with "Sign in with <provider>"), the break-glass password login, the OIDC
 redirect and callback, and the page for a person the provider's groups give no access."""
 
-import time
-
 from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
@@ -13,6 +11,7 @@ from django.urls import reverse
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 from memory.access import VIEW, access_for
+from memory.sso.models import IdpIdentity
 from memory.sso.oidc import ProviderUnavailable, library_setting, oidc_enabled
 from memory.sso.pages import provider_unavailable, sign_in_failed
 from memory.sso.recheck import session_started
@@ -95,7 +94,6 @@ class SsoCallback(OIDCAuthenticationCallbackView):
         response = super().login_success()
         tokens = getattr(self.request, "sso_tokens", {}) or {}
         session_started(self.request, tokens.get("refresh_token"))
-        self.request.session["oidc_id_token_expiration"] = time.time() + settings.OIDC_RECHECK_SECONDS
         if not access_for(self.user).anywhere(VIEW):
             return HttpResponseRedirect(reverse("sso_no_access"))
         return response
@@ -104,8 +102,6 @@ class SsoCallback(OIDCAuthenticationCallbackView):
 @login_required
 def no_access(request):
     """Signed in, but the provider's groups give no role in any team (yet)."""
-    from memory.sso.models import IdpIdentity
-
     identity = IdpIdentity.objects.filter(user=request.user).first()
     context = {"groups": identity.groups if identity else [], "has_access": access_for(request.user).anywhere(VIEW)}
     return TemplateResponse(request, "memory/sso/no_access.html", context)

@@ -206,3 +206,27 @@ def test_a_superuser_account_is_never_taken_over(scim, db):
     status, _ = scim("POST", "/Users", {"schemas": [USER], "userName": "root", "active": False})
     assert status == 409
     assert User.objects.get(username="root").is_active
+
+
+def test_a_provisioned_person_signs_in_and_a_scim_deactivation_ends_that_session(scim, client, provider, idp_user, db):
+    from .conftest import sign_in
+
+    red = Team.objects.create(name="Red", slug="red")
+    group_mapping_set(group="Engineering", team=red, role="viewer")
+    uid = _user(scim, "tess")  # email tess@example.org, as the provider knows her
+    _group(scim, "Engineering", [uid])
+    browser = type(client)()
+
+    assert sign_in(browser, provider, idp_user("tess"))["Location"] == "/"
+    linked = IdpIdentity.objects.get(user__username="tess")
+    assert linked.subject and User.objects.filter(email="tess@example.org").count() == 1
+    assert browser.get("/").status_code == 200
+
+    scim(
+        "PATCH",
+        f"/Users/{uid}",
+        {"schemas": [PATCH], "Operations": [{"op": "replace", "path": "active", "value": False}]},
+    )
+
+    response = browser.get("/")
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
