@@ -468,3 +468,6 @@ class LLMCallAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
     list_select_related = ["persona"]
     search_fields = ["model_name", "error"]
     date_hierarchy = "created_at"
+
+
+from memory.sso import admin as sso_admin  # noqa: E402, F401  (registers the single sign-on pages)

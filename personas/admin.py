@@ -499,8 +499,8 @@ class ProjectAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
 class MembershipInline(admin.TabularInline):
     model = Membership
     extra = 1
-    fields = ["user", "role", "created_at"]
-    readonly_fields = ["created_at"]
+    fields = ["user", "role", "source", "created_at"]
+    readonly_fields = ["source", "created_at"]
 
     def has_add_permission(self, request, obj=None):
         return self.has_change_permission(request, obj)
