@@ -11,11 +11,11 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from memory.access import RANK
 from memory.sso.models import IdpGroupMapping, IdpIdentity, ScimToken, scim_token_digest
-from personas.models import Membership, MembershipSource, Role, Team
+from personas.models import Membership, MembershipSource, Team
 from personas.services import team_change_record
 
-RANK = {Role.VIEWER: 1, Role.CURATOR: 2, Role.APPROVER: 3}
 SOURCE_WORDS = {
     MembershipSource.OIDC: "from the identity provider at sign-in",
     MembershipSource.SCIM: "from SCIM provisioning",
@@ -26,7 +26,7 @@ def roles_for_groups(groups: list[str]) -> dict[int, str]:
     """{team_id: role} the mapping gives these groups: the highest role where several map to one team."""
     wanted: dict[int, str] = {}
     for team_id, role in IdpGroupMapping.objects.filter(group__in=list(groups)).values_list("team_id", "role"):
-        if team_id not in wanted or RANK[Role(role)] > RANK[Role(wanted[team_id])]:
+        if team_id not in wanted or RANK[role] > RANK[wanted[team_id]]:
             wanted[team_id] = role
     return wanted
 
