@@ -9,12 +9,12 @@ import logging
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection, transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from memory import services
 from memory.jobs import enqueue_on_commit
-from memory.models import ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, RefAnchor, RefCheck
+from memory.models import ChangeBatch, Lesson, LessonRef, LessonStatus, RefAnchor, RefCheck
 from memory.refs.checker import Anchor, check_anchors
 from memory.refs.git import CheckoutUnavailable, Repository, has_checkout_configured
 from memory.refs.models import NEEDS_REVIEW, RefStatus
@@ -84,7 +84,7 @@ def _link_unlinked(refs):
         if (lesson_id, key) not in existing
     ]
     if missing:
-        _insert_rows(missing)
+        services.ref_anchors_create(anchors=missing)
         existing = _anchor_ids(lesson_ids)
     services.lesson_refs_set_anchors(
         [(existing[(lesson_id, _ref_key(path, start, end))], pk) for pk, lesson_id, path, start, end in rows]
@@ -100,35 +100,6 @@ def _anchor_ids(lesson_ids):
         ):
             found[(lesson_id, key)] = pk
     return found
-
-
-def _insert_rows(objs):
-    """INSERT unsaved model instances with one prepared statement (bulk_create is several times
-    slower at 10,000 rows); callers read the new ids back."""
-    model = type(objs[0])
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-    qn = connection.ops.quote_name
-    sql = (
-        f"INSERT INTO {qn(model._meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
-        f"VALUES ({', '.join(['%s'] * len(fields))})"
-    )
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            sql, [[f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields] for obj in objs]
-        )
-
-
-def _update_rows(model, columns, rows):
-    """UPDATE each row by primary key: rows are (value per column…, pk). One prepared statement
-    run for every row; Django's bulk_update builds a CASE per field, far slower at 10,000 rows."""
-    if not rows:
-        return
-    qn = connection.ops.quote_name
-    assignments = ", ".join(f"{qn(column)} = %s" for column in columns)
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            f"UPDATE {qn(model._meta.db_table)} SET {assignments} WHERE {qn(model._meta.pk.column)} = %s", rows
-        )
 
 
 # --- anchoring and checking ------------------------------------------------------------------
@@ -199,9 +170,8 @@ def _save_outcomes(rows, outcomes, head):
         RefAnchor.objects.filter(pk__in=still_valid[i : i + _CHUNK]).update(
             commit=head, checked_commit=head, checked_at=now
         )
-    _update_rows(
-        RefAnchor,
-        [
+    services.ref_anchors_update(
+        columns=[
             "status",
             "commit",
             "checked_commit",
@@ -212,11 +182,11 @@ def _save_outcomes(rows, outcomes, head):
             "note",
             *_FINGERPRINT,
         ],
-        changed,
+        rows=changed,
     )
     if touched:
-        # Compiled memory marks stale refs; its cache is keyed by the memory's version.
-        Memory.objects.filter(pk__in=touched).update(version=F("version") + 1)
+        # Compiled memory marks stale refs: the memories' versions go up and their caches go.
+        services.memories_bump_version(touched)
     return counts
 
 
