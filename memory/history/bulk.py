@@ -19,6 +19,7 @@ from memory.history.snapshots import (
     LESSON_COLUMNS,
     RECORDED,
     ROW,
+    field_default,
     lesson_snapshot,
     new_snapshot_writer,
 )
@@ -89,7 +90,7 @@ def lessons_bulk_create(lessons: Sequence[NewLesson], *, now: datetime | None = 
     given = []
     for name in _IF_SET:
         i = NewLesson._fields.index(name)
-        if {new[i] for new in lessons} != {Lesson._meta.get_field(name).default}:
+        if {new[i] for new in lessons} != {field_default(name)}:
             given.append(name)
             rows = [(*row, new[i]) for row, new in zip(rows, lessons)]
     ids = RowInserter(Lesson, (*_ROW_COLUMNS, "content_hash", *given), now).insert(rows, returning=True)
@@ -133,7 +134,8 @@ def lessons_bulk_retire(
     history, revertible). One UPDATE per successor and one INSERT of the history.
     """
     now = now or timezone.now()
-    history, by_successor = [], {}
+    history: list[Change] = []
+    by_successor: dict[int | None, list[int]] = {}
     for lesson, refs, successor_id in retired:
         status = LessonStatus.SUPERSEDED if successor_id else LessonStatus.DELETED
         before = lesson_snapshot(lesson, refs)

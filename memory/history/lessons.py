@@ -96,7 +96,7 @@ def lesson_create_from_file(
         raise ValidationError(f"{line.where}: {line.problem}")
     if not line.unparsed:
         validate_lesson_fields(tier=line.tier, category=line.category, text=line.text, relevance=Relevance.MEDIUM)
-    heading = line.heading if len(line.heading) <= Lesson._meta.get_field("section_heading").max_length else ""
+    heading = line.heading if len(line.heading) <= (Lesson._meta.get_field("section_heading").max_length or 0) else ""
     lesson = Lesson.objects.create(
         memory=memory,
         tier=line.tier,
@@ -350,7 +350,9 @@ def lessons_append_or_confirm(
     Returns [(lesson, "created" | "confirmed")], one per draft.
     """
     batch = section = None
-    results, created_ids, seen = [], [], {}
+    results: list[tuple[Lesson, str]] = []
+    created_ids: list[int] = []
+    seen: dict[str, Lesson] = {}
     for position, draft in enumerate(drafts):
         digest = content_hash(draft.text)
         if digest in seen:

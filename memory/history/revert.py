@@ -76,7 +76,8 @@ def dependent_changes(change: Change) -> list[Change]:
     if _status(change.before) == LessonStatus.ACTIVE or _status(change.after) != LessonStatus.ACTIVE:
         return []
     changes = list(change.batch.changes.order_by("id"))
-    last_after, first_pending_before = {}, {}
+    last_after: dict[int, Any] = {}
+    first_pending_before: dict[int, Any] = {}
     for c in changes:
         last_after[c.lesson_id] = c.after
         if c.reverted_by_id is None:
@@ -87,11 +88,14 @@ def dependent_changes(change: Change) -> list[Change]:
         if _status(last_after[pk]) != LessonStatus.ACTIVE and _status(before) != _status(last_after[pk])
     }
     ids = set(last_after)
-    links = {}
-    pairs = Lesson.derived_from.through.objects.filter(from_lesson_id__in=ids, to_lesson_id__in=ids).values_list(
+    links: dict[int, set[int]] = {}
+    derived = Lesson.derived_from.through.objects.filter(from_lesson_id__in=ids, to_lesson_id__in=ids).values_list(
         "from_lesson_id", "to_lesson_id"
     )
-    pairs = {*pairs, *Lesson.objects.filter(pk__in=ids, superseded_by_id__in=ids).values_list("pk", "superseded_by_id")}
+    pairs = {
+        *derived,
+        *Lesson.objects.filter(pk__in=ids, superseded_by_id__in=ids).values_list("pk", "superseded_by_id"),
+    }
     for a, b in pairs:
         links.setdefault(a, set()).add(b)
         links.setdefault(b, set()).add(a)
@@ -112,7 +116,8 @@ def _revert_changes(*, batch: ChangeBatch, changes: list[Change], actor: Actor, 
     changed since. When nothing of the batch is left standing, the batch counts as reverted and
     `batch_reverted` tells the features that follow it (candidates, proposals, runs).
     """
-    first_before, last_after = {}, {}
+    first_before: dict[int, Any] = {}
+    last_after: dict[int, Any] = {}
     for c in changes:
         first_before.setdefault(c.lesson_id, c.before)
         last_after[c.lesson_id] = c.after
@@ -125,7 +130,7 @@ def _revert_changes(*, batch: ChangeBatch, changes: list[Change], actor: Actor, 
     revert_batch = batch_create(
         memory=batch.memory, kind=ChangeBatch.Kind.REVERT, actor=actor, reason=reason, label=label
     )
-    revert_changes = {}
+    revert_changes: dict[int, Change] = {}
     for lesson_id, before in first_before.items():
         lesson = lessons[lesson_id]
         target = before if before is not None else {**last_after[lesson_id], "status": LessonStatus.DELETED}
@@ -170,7 +175,7 @@ def batch_revertible(batch: ChangeBatch) -> bool:
     """Whether batch_revert would go through now (something left to undo, nothing changed since)."""
     if batch.reverted_by_id:
         return False
-    last_after = {}
+    last_after: dict[int, Any] = {}
     for c in batch.changes.filter(reverted_by__isnull=True).order_by("id"):
         last_after[c.lesson_id] = c.after
     lessons = Lesson.objects.filter(pk__in=last_after).prefetch_related("refs")

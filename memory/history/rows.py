@@ -12,6 +12,11 @@ from typing import Any
 from django.db import connection, models
 
 
+def _column(field: Any) -> str:
+    """A concrete field's column (optional in Django's types, set on every concrete field)."""
+    return field.column
+
+
 def _iso_date(value: Any) -> str:
     if type(value) is date:
         return value.isoformat()
@@ -51,8 +56,8 @@ class RowInserter:
             constants[f.attname] = f.get_db_prep_save(value, connection)
             picks.append("%s")
         qn = connection.ops.quote_name
-        columns = ", ".join(qn(by_name[name].column) for name in [*self.varying, *constants])
-        self.table, self.pk = qn(model._meta.db_table), qn(model._meta.pk.column)
+        columns = ", ".join(qn(_column(by_name[name])) for name in [*self.varying, *constants])
+        self.table, self.pk = qn(model._meta.db_table), qn(_column(model._meta.pk))
         self.constant_values = list(constants.values())
         if sqlite:
             self.sql = f"INSERT INTO {self.table} ({columns}) SELECT {', '.join(picks)} FROM json_each(%s) ORDER BY key"
@@ -127,7 +132,7 @@ def insert_instances(objs: Sequence[models.Model]) -> None:
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
     qn = connection.ops.quote_name
     sql = (
-        f"INSERT INTO {qn(model._meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
+        f"INSERT INTO {qn(model._meta.db_table)} ({', '.join(qn(_column(f)) for f in fields)}) "
         f"VALUES ({', '.join(['%s'] * len(fields))})"
     )
     with connection.cursor() as cursor:
@@ -146,5 +151,5 @@ def update_by_pk(model: type[models.Model], columns: Sequence[str], rows: Iterab
     assignments = ", ".join(f"{qn(column)} = %s" for column in columns)
     with connection.cursor() as cursor:
         cursor.executemany(
-            f"UPDATE {qn(model._meta.db_table)} SET {assignments} WHERE {qn(model._meta.pk.column)} = %s", rows
+            f"UPDATE {qn(model._meta.db_table)} SET {assignments} WHERE {qn(_column(model._meta.pk))} = %s", rows
         )

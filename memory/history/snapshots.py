@@ -11,6 +11,8 @@ from datetime import date
 from types import SimpleNamespace
 from typing import Any, NamedTuple
 
+from django.db import models
+
 from memory.models import Lesson, LessonRef, LessonStatus
 from memory.refs import Ref, parse_ref_list
 from memory.signals import lesson_refs_writing
@@ -45,6 +47,13 @@ LESSON_COLUMNS = (
     LessonColumn("section_heading", recorded=False, bulk=ROW),
 )
 RECORDED = tuple(column for column in LESSON_COLUMNS if column.recorded)
+
+
+def field_default(name: str) -> Any:
+    """The value a new lesson takes for the field `name` when none is given."""
+    field = Lesson._meta.get_field(name)
+    assert isinstance(field, models.Field)
+    return field.get_default()
 
 
 def lesson_snapshot(lesson: Any, refs: Sequence[Any] | None = None) -> dict[str, Any]:
@@ -102,7 +111,7 @@ def new_snapshot_writer(given: Sequence[str]) -> Callable[[tuple, str, Sequence[
     with stand-ins for the text and the refs; per lesson only its strings are escaped, exactly as
     json.dumps escapes them, and put in their place.
     """
-    defaults = {c.name: Lesson._meta.get_field(c.name).get_default() for c in RECORDED if c.name not in given}
+    defaults = {c.name: field_default(c.name) for c in RECORDED if c.name not in given}
     templates: dict[tuple, tuple[str, str, str]] = {}
 
     def write(values: tuple, text: str, refs: Sequence[Ref]) -> str:

@@ -6,6 +6,7 @@ unanchored until a check can read the code.
 """
 
 import logging
+from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection, transaction
@@ -47,7 +48,7 @@ def refs_link_anchors(lesson, rows, *, new=False):
     """
     keys = [row.as_text() for row in rows]
     existing = {} if new else dict(RefAnchor.objects.filter(lesson_id=lesson.pk, key__in=keys).values_list("key", "id"))
-    missing = {}
+    missing: dict[str, RefAnchor] = {}
     for row in rows:
         if row.as_text() not in existing:
             missing.setdefault(row.as_text(), _new_anchor(lesson.pk, row.path, row.start_line, row.end_line))
@@ -73,7 +74,7 @@ def _link_unlinked(refs):
     rows = list(refs.filter(anchor__isnull=True).values_list("id", "lesson_id", "path", "start_line", "end_line"))
     if not rows:
         return 0
-    wanted = {}
+    wanted: dict[tuple[int, str], tuple[str, int | None, int | None]] = {}
     for _, lesson_id, path, start, end in rows:
         wanted.setdefault((lesson_id, _ref_key(path, start, end)), (path, start, end))
     lesson_ids = sorted({lesson_id for lesson_id, _ in wanted})
@@ -142,7 +143,8 @@ def _save_outcomes(rows, outcomes, head):
     """
     now = timezone.now()
     stamp = connection.ops.adapt_datetimefield_value(now)  # for the raw UPDATE below
-    still_valid, changed, counts, touched = [], [], {}, set()
+    still_valid, changed, touched = [], [], set()
+    counts: dict[str, int] = {}
     for row in rows:
         outcome = outcomes[row["id"]]
         counts[outcome.status] = counts.get(outcome.status, 0) + 1
@@ -320,7 +322,7 @@ def refs_accept_moved(*, memory, actor, reason=""):
     )
     if not moved:
         raise ValidationError("no moved refs wait for review in this memory")
-    by_lesson = {}
+    by_lesson: dict[int, set[int]] = {}
     for lesson_id, ref_id in moved:
         by_lesson.setdefault(lesson_id, set()).add(ref_id)
     batch = services.batch_create(
@@ -376,9 +378,9 @@ def refs_bulk_decide(*, memory, ref_ids, action, actor, reason=""):
     ids = list(dict.fromkeys(int(i) for i in ref_ids))
     if not ids:
         raise ValidationError("Select at least one ref.")
-    by_lesson = {}
+    by_lesson: dict[int, list[int]] = {}
     found = dict(LessonRef.objects.filter(pk__in=ids, lesson__memory=memory).values_list("id", "lesson_id"))
-    outcome = {"done": [], "refused": []}
+    outcome: dict[str, list[Any]] = {"done": [], "refused": []}
     for pk in ids:
         if pk in found:
             by_lesson.setdefault(found[pk], []).append(pk)
