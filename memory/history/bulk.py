@@ -57,7 +57,10 @@ def _getter(names: Sequence[str]) -> Callable[[NewLesson], tuple]:
     missing = [name for name in names if name not in NewLesson._fields]
     if missing:
         raise TypeError(f"NewLesson has no field for the lesson columns {missing} (see LESSON_COLUMNS)")
-    get = itemgetter(*[NewLesson._fields.index(name) for name in names])
+    positions = [NewLesson._fields.index(name) for name in names]
+    if positions == list(range(positions[0], positions[-1] + 1)):
+        return itemgetter(slice(positions[0], positions[-1] + 1))  # fields side by side: one slice
+    get = itemgetter(*positions)
     return get if len(names) > 1 else lambda lesson: (get(lesson),)
 
 
