@@ -8,6 +8,7 @@ table is not recorded, and the bulk writer fills it with the model's default.
 import json
 from collections.abc import Callable, Sequence
 from datetime import date
+from operator import attrgetter
 from types import SimpleNamespace
 from typing import Any, NamedTuple
 
@@ -63,10 +64,15 @@ def lesson_snapshot(lesson: Any, refs: Sequence[Any] | None = None) -> dict[str,
     return _snapshot(lesson, [r.as_text() for r in refs])
 
 
+_RECORDED_NAMES = tuple(c.name for c in RECORDED)
+_read_recorded = attrgetter(*_RECORDED_NAMES)
+_CONVERTED = tuple((c.name, c.to_json) for c in RECORDED if c.to_json is not None)
+
+
 def _snapshot(lesson: Any, ref_texts: list[str]) -> dict[str, Any]:
-    snapshot = {
-        c.name: getattr(lesson, c.name) if c.to_json is None else c.to_json(getattr(lesson, c.name)) for c in RECORDED
-    }
+    snapshot = dict(zip(_RECORDED_NAMES, _read_recorded(lesson)))
+    for name, to_json in _CONVERTED:
+        snapshot[name] = to_json(snapshot[name])
     snapshot["refs"] = ref_texts
     return snapshot
 
