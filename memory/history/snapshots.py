@@ -28,8 +28,8 @@ class LessonColumn(NamedTuple):
     name: str  # the Lesson field's attname
     recorded: bool  # in the snapshot: history records it, revert restores it, a write that changes it is a change
     bulk: str  # ROW, IF_SET or DEFAULT
-    to_json: Callable[[Any], Any] | None = None  # the snapshot's value of the field's (None: the value itself)
-    from_json: Callable[[Any], Any] | None = None  # the field's value of the snapshot's
+    to_json: Callable[[Any], Any] | None = None  # field value -> snapshot value (None: kept as it is)
+    from_json: Callable[[Any], Any] | None = None  # snapshot value -> field value (None: kept as it is)
 
 
 LESSON_COLUMNS = (
