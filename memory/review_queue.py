@@ -251,7 +251,6 @@ def overdue(memory_ids: MemoryIds, *, now: datetime | None = None) -> Overdue:
             .values_list("source", "n", "oldest")
         )
     rows = list(querysets[0].union(*querysets[1:], all=True)) if querysets else []
-    sources = {s.key: s for s in review_sources()}
     found = {key: (n, oldest) for key, n, oldest in rows if n}
     entries = [QueueEntry(s, found[s.key][0]) for s in review_sources() if s.key in found]
     oldest = min((o for _, o in found.values() if o is not None), default=None)

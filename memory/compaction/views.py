@@ -3,7 +3,7 @@
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -27,7 +27,7 @@ from memory.compaction.staleness import covered_changes
 from memory.formats.lines import render_working
 from memory.jobs import enqueue_on_commit
 from memory.listing import ListFilters, page_of
-from memory.models import ALL_CATEGORIES, CompactionProposal, Memory, ProposalLine
+from memory.models import ALL_CATEGORIES, CompactionProposal, ProposalLine
 from memory.roles import approver_required, viewer_required
 from memory.selectors import with_refs
 from memory.services import Actor, RevertError

@@ -379,9 +379,10 @@ def refinement_run_revert(*, run: RefinementRun, actor: services.Actor, reason: 
         raise services.RevertError(
             f"Only a completed run can be reverted (this one is {run.get_status_display().lower()})."
         )
-    if run.batch_id is None:
+    batch = run.batch
+    if batch is None:
         raise services.RevertError("This run changed nothing; there is nothing to revert.")
-    return services.batch_revert(batch=run.batch, actor=actor, reason=reason or f"Revert of refinement run #{run.pk}")
+    return services.batch_revert(batch=batch, actor=actor, reason=reason or f"Revert of refinement run #{run.pk}")
 
 
 def refinement_follow_revert(*, batch: ChangeBatch, revert_batch: ChangeBatch) -> None:
