@@ -105,12 +105,20 @@ def lesson_rows_with_refs(queryset):
     return [(lesson, refs.get(lesson.id, [])) for lesson in lessons]
 
 
+def _row_column(qn, name):
+    # SQLite hands a date column to Django's converter (two Python calls and a parse) on every row of
+    # the join, a lesson's refs included; read as text, it is parsed once per lesson in _fetch_rows.
+    if name == "lesson_date" and connection.vendor == "sqlite":
+        return f"CAST(l.{qn(name)} AS TEXT)"
+    return f"l.{qn(name)}"
+
+
 @functools.cache
 def _lesson_sql(where, order, limit=False):
     """Active lessons of one memory with their refs in one statement (hand-written: the ORM's query
     building cost more than the rest of compiling). Refs come as extra rows, in position order."""
     qn = connection.ops.quote_name
-    columns = ", ".join(f"l.{qn(name)}" for name in LESSON_ROW_FIELDS)
+    columns = ", ".join(_row_column(qn, name) for name in LESSON_ROW_FIELDS)
     inner = (
         f"SELECT {', '.join(qn(name) for name in LESSON_ROW_FIELDS)} FROM {qn(Lesson._meta.db_table)} "
         f"WHERE memory_id = %s AND status = 'active' AND {where} ORDER BY id {order}" + (" LIMIT %s" if limit else "")
