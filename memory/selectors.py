@@ -105,11 +105,15 @@ def lesson_rows_with_refs(queryset):
     return [(lesson, refs.get(lesson.id, [])) for lesson in lessons]
 
 
+# On SQLite, Django registers a converter per declared column type (date: two Python calls and a
+# parse) that runs on every row of the join, a lesson's refs included. Read as plain text and
+# integers, the date is parsed once per lesson and the flags are made bools in _fetch_rows.
+_SQLITE_PLAIN = {"lesson_date": "TEXT", "protected": "INTEGER", "unparsed": "INTEGER", "undated": "INTEGER"}
+
+
 def _row_column(qn, name):
-    # SQLite hands a date column to Django's converter (two Python calls and a parse) on every row of
-    # the join, a lesson's refs included; read as text, it is parsed once per lesson in _fetch_rows.
-    if name == "lesson_date" and connection.vendor == "sqlite":
-        return f"CAST(l.{qn(name)} AS TEXT)"
+    if connection.vendor == "sqlite" and name in _SQLITE_PLAIN:
+        return f"CAST(l.{qn(name)} AS {_SQLITE_PLAIN[name]})"
     return f"l.{qn(name)}"
 
 
