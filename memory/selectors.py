@@ -168,7 +168,7 @@ def _fetch_rows(sql, params):
                     )
                 )
             if row[12] is not None:
-                refs.append(Ref(row[12], row[13], row[14], stale=row[15] in NEEDS_REVIEW))
+                refs.append(Ref(row[12], row[13], row[14], row[15] is not None and row[15] in NEEDS_REVIEW))
     return out
 
 
