@@ -113,12 +113,24 @@ def lesson_rows_with_refs(queryset: QuerySet[Lesson]) -> list[tuple[Any, list[Re
     return [(lesson, refs.get(lesson.id, [])) for lesson in lessons]
 
 
+# On SQLite, Django registers a converter per declared column type (date: two Python calls and a
+# parse) that runs on every row of the join, a lesson's refs included. Read as plain text and
+# integers, the date is parsed once per lesson and the flags are made bools in _fetch_rows.
+_SQLITE_PLAIN = {"lesson_date": "TEXT", "protected": "INTEGER", "unparsed": "INTEGER", "undated": "INTEGER"}
+
+
+def _row_column(qn, name):
+    if connection.vendor == "sqlite" and name in _SQLITE_PLAIN:
+        return f"CAST(l.{qn(name)} AS {_SQLITE_PLAIN[name]})"
+    return f"l.{qn(name)}"
+
+
 @functools.cache
 def _lesson_sql(where: str, order: str, limit: bool = False) -> str:
     """Active lessons of one memory with their refs in one statement (hand-written: the ORM's query
     building cost more than the rest of compiling). Refs come as extra rows, in position order."""
     qn = connection.ops.quote_name
-    columns = ", ".join(f"l.{qn(name)}" for name in LESSON_ROW_FIELDS)
+    columns = ", ".join(_row_column(qn, name) for name in LESSON_ROW_FIELDS)
     inner = (
         f"SELECT {', '.join(qn(name) for name in LESSON_ROW_FIELDS)} FROM {qn(Lesson._meta.db_table)} "
         f"WHERE memory_id = %s AND status = 'active' AND {where} ORDER BY id {order}" + (" LIMIT %s" if limit else "")
@@ -165,7 +177,7 @@ def _fetch_rows(sql: str, params: Sequence[int | str]) -> list[RowWithRefs]:
                     )
                 )
             if row[12] is not None:
-                refs.append(Ref(row[12], row[13], row[14], stale=row[15] in NEEDS_REVIEW))
+                refs.append(Ref(row[12], row[13], row[14], row[15] is not None and row[15] in NEEDS_REVIEW))
     return out
 
 

@@ -1,5 +1,6 @@
 """python manage.py import_memory ROOT, against real files and the real database."""
 
+import gc
 from datetime import UTC, date, datetime
 
 import pytest
@@ -506,3 +507,22 @@ def test_two_folders_of_one_memory_add_their_shared_lines_once(tmp_path):
     assert [m.created for m in report.memories] == [["persona", "project", "memory"], []]
     first, second = Lesson.objects.order_by("id")
     assert second.section > first.section  # a later import section, not merged into the first
+
+
+def test_an_import_leaves_the_garbage_collector_as_it_found_it(tree):
+    """Imports pause the cyclic collector while they run; a failed one resumes it too."""
+    assert gc.isenabled()
+    memory_import_tree(tree=read_tree(tree), actor=Actor.system("test"))
+    assert gc.isenabled()
+    (tree / "Maya" / "memories" / "night-watch-cli" / "core.md").write_text("- [PATTERN] x\n", encoding="utf-8")
+    broken = read_tree(tree)
+    broken.memories[0].persona_name = "/"  # not a name a persona can have: the import refuses it
+    with pytest.raises(nightwatch.TreeError):
+        memory_import_tree(tree=broken, actor=Actor.system("test"))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        memory_import_tree(tree=read_tree(tree), actor=Actor.system("test"))
+        assert not gc.isenabled(), "a collector paused before the import stays paused"
+    finally:
+        gc.enable()
