@@ -119,7 +119,7 @@ def lesson_rows_with_refs(queryset: QuerySet[Lesson]) -> list[tuple[Any, list[Re
 _SQLITE_PLAIN = {"lesson_date": "TEXT", "protected": "INTEGER", "unparsed": "INTEGER", "undated": "INTEGER"}
 
 
-def _row_column(qn, name):
+def _row_column(qn: Callable[[str], str], name: str) -> str:
     if connection.vendor == "sqlite" and name in _SQLITE_PLAIN:
         return f"CAST(l.{qn(name)} AS {_SQLITE_PLAIN[name]})"
     return f"l.{qn(name)}"

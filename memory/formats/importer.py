@@ -137,7 +137,7 @@ def unmatched_lines(lines, full, content):
     and date), then the rest by content; each stored lesson stands for one line (the counters are
     used up as lines match)."""
     keep = [True] * len(lines)
-    keyed = [(_content_key(l.tier, l.unparsed, l.category, _line_hash(l)), l) for l in lines]
+    keyed = [(_content_key(line.tier, line.unparsed, line.category, _line_hash(line)), line) for line in lines]
     dated_first = sorted(range(len(lines)), key=lambda i: 0 if (lines[i].lesson_date and not lines[i].unparsed) else 1)
     for i in dated_first:
         key, line = keyed[i]
@@ -390,7 +390,7 @@ def _import_folders(folders, *, actor, label, today):
     resolved = [(folder, *_resolve(folder, cache)) for folder in folders]
     # Memories no import made yet are created together; the first of their folders reports it.
     missing = {}
-    for folder, report, persona, project in resolved:
+    for _folder, report, persona, project in resolved:
         if project.pk not in _memories_of(persona, cache) and (persona.pk, project.pk) not in missing:
             missing[(persona.pk, project.pk)] = Memory(persona=persona, project=project)
             report.created.append("memory")
