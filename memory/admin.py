@@ -469,3 +469,4 @@ class LLMCallAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
     list_select_related = ["persona"]
     search_fields = ["model_name", "error"]
     date_hierarchy = "created_at"
+import memory.webhooks.admin  # noqa: F401,E402  (webhook endpoints and their delivery log)

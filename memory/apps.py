@@ -18,6 +18,7 @@ class MemoryConfig(AppConfig):
         import memory.refs.receivers
         import memory.sync.receivers
         import memory.tasks  # noqa: F401
+        import memory.webhooks.receivers
         from memory.context_cache import connect_receivers
 
         connect_receivers()

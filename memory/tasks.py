@@ -36,3 +36,4 @@ def _forward(former, current):
 for _former, _current in FORMER_NAMES.items():
     _forward(_former, _current)
 from memory.sync.tasks import *  # noqa: F403
+from memory.webhooks.tasks import *  # noqa: F403

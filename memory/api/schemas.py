@@ -309,7 +309,11 @@ def _lesson_shape(value):
 
 
 LessonItem = Annotated[
-    Annotated[SaveFact, Tag("save_fact")] | Annotated[LogLearning, Tag("log_learning")] | Annotated[LogError, Tag("log_error")] | Annotated[DailyLog, Tag("daily_log")] | Annotated[CategoryLesson, Tag(_BY_CATEGORY)],
+    Annotated[SaveFact, Tag("save_fact")]
+    | Annotated[LogLearning, Tag("log_learning")]
+    | Annotated[LogError, Tag("log_error")]
+    | Annotated[DailyLog, Tag("daily_log")]
+    | Annotated[CategoryLesson, Tag(_BY_CATEGORY)],
     Discriminator(_lesson_shape),
 ]
 _LESSON_ITEM = TypeAdapter(LessonItem)

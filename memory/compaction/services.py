@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Prefetch
+from django.urls import reverse
 from django.utils import timezone
 
 from memory import services
@@ -48,6 +49,7 @@ from memory.models import (
     Tier,
 )
 from memory.selectors import active_lessons, with_refs
+from memory.signals import review_event
 from memory.textcheck import check_text
 
 log = logging.getLogger(__name__)
@@ -205,6 +207,8 @@ def compaction_store_draft(
                 recomputed_from=recomputed_from,
             )
             _store_draft(proposal, draft)
+            if proposal.status == CompactionProposal.Status.PENDING:
+                _review_event("review.waiting", [proposal])
     except IntegrityError:
         raise CompactionError("Another compaction proposal for this memory became pending meanwhile.") from None
     return proposal
@@ -308,8 +312,30 @@ def compaction_line_update(*, line, actor, category, text, refs):
     return line
 
 
+def _review_event(event_type, proposals, *, decision=None, actor=None):
+    """The event a team hears: a proposal waits, or proposals (of one memory or several) were decided."""
+    memory_ids = {p.memory_id for p in proposals}
+    data = {
+        "count": len(proposals),
+        "items": [
+            {"kind": "compaction", "id": p.pk, "url": reverse("compaction-detail", args=[p.pk])} for p in proposals
+        ],
+    }
+    if decision:
+        data.update(decision=decision, by=actor.label)
+    # One memory: the team is read when the event is sent. Several (a bulk decision, one team's).
+    one_memory = len(memory_ids) == 1
+    review_event.send(
+        sender=CompactionProposal,
+        event_type=event_type,
+        memory_id=proposals[0].memory_id if one_memory else None,
+        team_id=None if one_memory else proposals[0].memory.project.team_id,
+        data=data,
+    )
+
+
 @transaction.atomic
-def compaction_reject(*, proposal, actor, reason):
+def compaction_reject(*, proposal, actor, reason, announce=True):
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError("Say why the proposal is rejected.")
@@ -322,6 +348,8 @@ def compaction_reject(*, proposal, actor, reason):
     proposal.decided_by = actor.user
     proposal.decided_at = timezone.now()
     proposal.save()
+    if announce:
+        _review_event("review.decided", [proposal], decision="rejected", actor=actor)
     return proposal
 
 
@@ -337,14 +365,14 @@ def compaction_bulk_reject(*, proposal_ids, actor, reason):
     if not reason:
         raise ValidationError("Say why the proposals are rejected.")
     check_text(reason, field="reason", multiline=True, max_chars=services.REASON_MAX_CHARS)
-    found = {p.pk: p for p in CompactionProposal.objects.filter(pk__in=ids)}
+    found = {p.pk: p for p in CompactionProposal.objects.filter(pk__in=ids).select_related("memory__project")}
     outcome = {"rejected": [], "refused": []}
     for pk in ids:
         if pk not in found:
             outcome["refused"].append({"id": pk, "message": f"Proposal #{pk} does not exist."})
             continue
         try:
-            compaction_reject(proposal=found[pk], actor=actor, reason=reason)
+            compaction_reject(proposal=found[pk], actor=actor, reason=reason, announce=False)
         except CompactionError as exc:
             now = CompactionProposal.objects.select_related("decided_by").get(pk=pk)
             who = f" by {now.decided_by.get_username()}" if now.decided_by_id else ""
@@ -356,6 +384,13 @@ def compaction_bulk_reject(*, proposal_ids, actor, reason):
             )
         else:
             outcome["rejected"].append(pk)
+    rejected = [found[pk] for pk in outcome["rejected"]]
+    by_team = {}
+    for proposal in rejected:
+        by_team.setdefault(proposal.memory.project.team_id, []).append(proposal)
+    with transaction.atomic():
+        for proposals in by_team.values():  # one event per team: an endpoint never sees another team's items
+            _review_event("review.decided", proposals, decision="rejected", actor=actor)
     return outcome
 
 
@@ -391,6 +426,7 @@ def compaction_apply(*, proposal, actor):
             proposal.save(update_fields=["status", "reason", "decided_at"])
         else:
             batch = _apply_locked(proposal, memory, lessons, actor)
+            _review_event("review.decided", [proposal], decision="applied", actor=actor)
     if changes:
         raise StaleProposal(f"{proposal.reason} Recompute the proposal from the memory as it is now.")
     return batch

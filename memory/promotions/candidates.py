@@ -4,7 +4,10 @@ how new candidates are stored with their supporting lessons."""
 import hashlib
 import json
 
+from django.urls import reverse
+
 from memory.models import PromotionCandidate
+from memory.signals import review_event
 
 Status = PromotionCandidate.Status
 # A group whose evidence one of these already covers is not proposed again.
@@ -60,4 +63,17 @@ def insert_candidates(memory, candidates, now):
         [Through(promotioncandidate_id=c.pk, lesson_id=i) for c in created for i in c.evidence["lessons"]],
         batch_size=2000,
     )
+    if created:
+        review_event.send(
+            sender=PromotionCandidate,
+            event_type="review.waiting",
+            memory_id=memory.pk,
+            data={
+                "count": len(created),
+                "items": [
+                    {"kind": "promotion", "id": c.pk, "url": reverse("promotions:detail", args=[c.pk])} for c in created
+                ],
+            },
+            lesson_texts={str(c.pk): c.text for c in created},
+        )
     return created

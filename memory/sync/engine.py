@@ -53,6 +53,7 @@ from memory.formats.nightwatch import (
 from memory.models import ActorType, ChangeBatch, Lesson, LessonStatus, Memory, Tier
 from memory.selectors import active_lesson_rows
 from memory.sync.models import SyncConflict, SyncedFolder
+from memory.sync.services import sync_failure_announce
 
 ACTOR = services.Actor(ActorType.SYSTEM, label="Night Watch files")
 FILES = (CORE_FILE, WORKING_FILE)
@@ -699,7 +700,10 @@ def sync_pass(root, *, today=None):
                 result.error = "the files kept changing during the pass; the next pass goes on from here"
         except (SyncError, OSError) as exc:
             result.error = str(exc)
-            SyncedFolder.objects.filter(pk=synced.pk).update(error=result.error[:2000])
+            with transaction.atomic():
+                SyncedFolder.objects.filter(pk=synced.pk).update(error=result.error[:2000])
+                if not synced.error:
+                    sync_failure_announce(memory_id=synced.memory_id, folder=f.rel, error=result.error)
     _name_results(report, known)
     return report
 
