@@ -101,7 +101,14 @@ class WebhookEndpointAdmin(TeamScopedAdmin, admin.ModelAdmin):
 class WebhookDeliveryAdmin(TeamScopedAdmin, admin.ModelAdmin):
     team_via = "endpoint__team"
     list_display = [
-        "id", "event_type", "event_uid", "endpoint", "status", "attempts", "last_status_code", "next_attempt_at",
+        "id",
+        "event_type",
+        "event_uid",
+        "endpoint",
+        "status",
+        "attempts",
+        "last_status_code",
+        "next_attempt_at",
         "delivered_at",
     ]
     list_filter = ["status"]

@@ -222,7 +222,9 @@ def test_a_bulk_decision_of_many_candidates_is_one_event(receiver, team_memory, 
 
     candidates = _team_candidates(12, memory.project.team)
     outcome = promotion_bulk_decide(
-        candidate_ids=[c.pk for c in candidates], actor=services.Actor.for_user(approver), action="reject",
+        candidate_ids=[c.pk for c in candidates],
+        actor=services.Actor.for_user(approver),
+        action="reject",
         reason="Noise",
     )
     assert len(outcome.decided) == 12
