@@ -11,8 +11,8 @@ from memory import services
 from memory.models import WebhookDelivery, WebhookEvent
 from memory.promotions.services import promotion_approve, promotion_bulk_decide, promotion_reject
 from memory.webhooks.services import RETRY_SCHEDULE, webhook_endpoint_create, webhook_endpoint_rotate_secret
-from tests.promotions.conftest import THEME, pending_candidates
 from tests.factories import make_lesson
+from tests.promotions.conftest import THEME, pending_candidates
 
 pytestmark = pytest.mark.django_db
 
@@ -88,7 +88,7 @@ def test_failures_are_retried_with_the_same_id_until_a_2xx_and_never_after(recei
     deliver()
     delivery = WebhookDelivery.objects.get()
     assert (delivery.status, delivery.attempts, delivery.last_status_code) == ("pending", 1, 500)
-    for step, wait in enumerate(RETRY_SCHEDULE[:3], start=1):
+    for step in range(1, 4):
         with time_machine.travel(start + sum(RETRY_SCHEDULE[:step], timedelta()) + timedelta(seconds=1), tick=False):
             deliver()
     delivery.refresh_from_db()
@@ -166,7 +166,7 @@ def test_a_delivery_is_given_up_after_a_day_and_can_be_sent_again_with_the_same_
     receiver.failures = [500] * 20
     start = timezone.now()
     promotion_reject(candidate=candidate, actor=services.Actor.for_user(approver), reason="Not a lesson")
-    for hours in range(0, 30):
+    for hours in range(30):
         with time_machine.travel(start + timedelta(hours=hours, seconds=1), tick=False):
             deliver()
     delivery = WebhookDelivery.objects.get()

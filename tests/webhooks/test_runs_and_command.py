@@ -8,9 +8,9 @@ from django.core.management import CommandError, call_command
 from memory import services
 from memory.models import RefinementRun, WebhookEndpoint
 from memory.promotions.services import promotion_reject
+from memory.refinement.selectors import runs_needing_a_look
 from memory.refinement.services import refinement_run_create
 from memory.refinement.session import finish_run
-from memory.refinement.selectors import runs_needing_a_look
 from memory.review_queue import run_mark_looked_at
 from memory.webhooks.services import webhook_endpoint_create
 from tests.webhooks.test_delivery import _candidate
