@@ -270,6 +270,8 @@ WEBHOOKS_ALLOW_PRIVATE = env_bool("WEBHOOKS_ALLOW_PRIVATE", False)
 WEBHOOKS_PAUSE_AFTER = env_int("WEBHOOKS_PAUSE_AFTER", 20, minimum=1)
 # How long a receiver has to answer one delivery; redirects are never followed.
 WEBHOOKS_TIMEOUT_SECONDS = 5
+# A worker holds a delivery this long while it sends it; one that dies leaves it to the next pass then.
+WEBHOOKS_LEASE_SECONDS = env_int("WEBHOOKS_LEASE_SECONDS", 60, minimum=1)
 CELERY_BEAT_SCHEDULE["webhooks-send"] = {"task": "memory.webhooks.dispatch", "schedule": 10.0}
 CELERY_BEAT_SCHEDULE["webhooks-overdue-daily"] = {
     "task": "memory.webhooks.record_overdue",

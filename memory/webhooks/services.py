@@ -40,7 +40,6 @@ RETRY_SCHEDULE = (
     timedelta(hours=8),
     timedelta(hours=8),
 )
-LEASE = timedelta(seconds=60)  # longer than one send (5 s timeout) with room to record it
 ROTATION_GRACE = timedelta(hours=24)
 USER_AGENT = "NightWatchMemory-Webhooks/1"
 
@@ -117,7 +116,7 @@ def webhooks_fan_out(*, limit: int = 500) -> int:
     """Give each stored event one delivery per endpoint that wants it; returns the events done."""
     with transaction.atomic():
         events = list(
-            WebhookEvent.objects.select_for_update(skip_locked=True)
+            WebhookEvent.objects.select_for_update(skip_locked=True, of=("self",))
             .filter(fanned_out_at__isnull=True)
             .select_related("team")
             .order_by("id")[:limit]
@@ -178,7 +177,7 @@ def _claim(delivery_id, now):
     return bool(
         WebhookDelivery.objects.filter(pk=delivery_id, status=WebhookDelivery.Status.PENDING)
         .filter(Q(leased_until__isnull=True) | Q(leased_until__lt=now))
-        .update(leased_until=now + LEASE)
+        .update(leased_until=now + timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS))
     )
 
 

@@ -5,8 +5,6 @@ from standardwebhooks.webhooks import Webhook
 from werkzeug import Response
 
 from memory.webhooks.services import webhooks_dispatch
-from personas.models import Team
-from tests.factories import MemoryFactory, PersonaFactory, ProjectFactory
 
 
 class Receiver:
@@ -45,19 +43,6 @@ class Receiver:
 def receiver(httpserver, settings):
     settings.WEBHOOKS_ALLOW_PRIVATE = True  # the receiver listens on this machine
     return Receiver(httpserver)
-
-
-@pytest.fixture
-def team_memory(db):
-    """make(label) -> a memory of a team of its own."""
-
-    def make(label):
-        team = Team.objects.create(name=f"Team {label}", slug=label)
-        persona = PersonaFactory(name=f"Persona-{label}", team=team)
-        project = ProjectFactory(name=f"Project {label}", slug=f"project-{label}", team=team)
-        return MemoryFactory(persona=persona, project=project)
-
-    return make
 
 
 @pytest.fixture
