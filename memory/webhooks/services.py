@@ -172,12 +172,22 @@ def request_for(delivery, now=None):
     return body.encode(), headers
 
 
-def _claim(delivery_id, now):
-    """Take one due delivery for this worker; False when another worker holds it or it was sent."""
-    return bool(
-        WebhookDelivery.objects.filter(pk=delivery_id, status=WebhookDelivery.Status.PENDING)
-        .filter(Q(leased_until__isnull=True) | Q(leased_until__lt=now))
-        .update(leased_until=now + timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS))
+def _lease(now):
+    return now + timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS)
+
+
+def _claim(delivery_ids, now):
+    """Take due deliveries for this worker (one UPDATE); returns those it got, with their event and
+    endpoint. A delivery another worker holds, or one sent meanwhile, is left out."""
+    lease = _lease(now)
+    WebhookDelivery.objects.filter(pk__in=delivery_ids, status=WebhookDelivery.Status.PENDING).filter(
+        Q(leased_until__isnull=True) | Q(leased_until__lt=now)
+    ).update(leased_until=lease)
+    # The lease's own instant marks what this worker took (another worker's lease is another instant).
+    return list(
+        WebhookDelivery.objects.filter(pk__in=delivery_ids, leased_until=lease)
+        .select_related("event", "endpoint")
+        .order_by("next_attempt_at", "id")
     )
 
 
@@ -192,7 +202,9 @@ def _record(delivery, answer, now):
         delivery.status = WebhookDelivery.Status.DELIVERED
         delivery.delivered_at = now
         delivery.next_attempt_at = None
-        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(consecutive_failures=0)
+        if endpoint.consecutive_failures:
+            WebhookEndpoint.objects.filter(pk=endpoint.pk).update(consecutive_failures=0)
+            endpoint.consecutive_failures = 0
     else:
         if answer.status is not None and not delivery.last_error:
             delivery.last_error = f"the receiver answered {answer.status}"
@@ -212,6 +224,7 @@ def _record(delivery, answer, now):
                     f"(last: {delivery.last_error[:150]})"
                 ),
             )
+            endpoint.paused_at = now
     delivery.save(
         update_fields=[
             "attempts",
@@ -226,16 +239,10 @@ def _record(delivery, answer, now):
     )
 
 
-def webhook_delivery_attempt(*, delivery_id: int, now=None) -> WebhookDelivery | None:
-    """Send one delivery if it is still waiting and nobody else is sending it; returns it."""
-    now = now or timezone.now()
-    if not _claim(delivery_id, now):
-        return None
-    delivery = WebhookDelivery.objects.select_related("event", "endpoint").get(pk=delivery_id)
-    body, headers = request_for(delivery, now)
+def _send(delivery):
+    body, headers = request_for(delivery)
     answer = transport.post(delivery.endpoint.url, body, headers, timeout=settings.WEBHOOKS_TIMEOUT_SECONDS)
     _record(delivery, answer, timezone.now())
-    return delivery
 
 
 def due_delivery_ids(*, now=None, limit: int = 200) -> list[int]:
@@ -257,11 +264,17 @@ def webhooks_dispatch(*, limit: int = 200) -> int:
     """Fan out what was recorded and send what is due; returns the attempts made."""
     while webhooks_fan_out():
         pass
-    sent = 0
-    for delivery_id in due_delivery_ids(limit=limit):
-        if webhook_delivery_attempt(delivery_id=delivery_id) is not None:
-            sent += 1
-    return sent
+    now = timezone.now()
+    claimed = _claim(due_delivery_ids(now=now, limit=limit), now)
+    endpoints = {}
+    for delivery in claimed:
+        # One endpoint object per pass: its failure count (and pause) carries from one delivery to the next.
+        delivery.endpoint = endpoints.setdefault(delivery.endpoint_id, delivery.endpoint)
+        if delivery.endpoint.paused_at is not None:
+            WebhookDelivery.objects.filter(pk=delivery.pk).update(leased_until=None)
+            continue
+        _send(delivery)
+    return len(claimed)
 
 
 # --- endpoints ---------------------------------------------------------------------------------
