@@ -29,6 +29,7 @@ from memory.models import (
     Tier,
 )
 from memory.roles import CURATE
+from memory.webhooks import admin as webhooks_admin  # noqa: F401  (endpoints and their delivery log)
 
 
 def reveal_invisible(text):
@@ -469,4 +470,3 @@ class LLMCallAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
     list_select_related = ["persona"]
     search_fields = ["model_name", "error"]
     date_hierarchy = "created_at"
-import memory.webhooks.admin  # noqa: F401,E402  (webhook endpoints and their delivery log)
