@@ -132,7 +132,33 @@ class ThemeEngine:
         return ToolSession(turns=1, tool_calls=1, calls=[(call, ToolResult(call.id, result))])
 
 
-WORDS = ["retry", "cache", "token", "queue", "worker", "schema", "index", "webhook", "refund", "invoice", "tenant", "export", "import", "session", "timeout", "deploy", "rollback", "migration", "backfill", "scheduler", "cron", "latency", "replica", "shard", "lock"]
+WORDS = [
+    "retry",
+    "cache",
+    "token",
+    "queue",
+    "worker",
+    "schema",
+    "index",
+    "webhook",
+    "refund",
+    "invoice",
+    "tenant",
+    "export",
+    "import",
+    "session",
+    "timeout",
+    "deploy",
+    "rollback",
+    "migration",
+    "backfill",
+    "scheduler",
+    "cron",
+    "latency",
+    "replica",
+    "shard",
+    "lock",
+]
 
 
 def big_memory(n_lessons=2000, *, seed=21, days=400, spread=45):
