@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
@@ -63,8 +63,16 @@ def webhook_event_record(
         lesson_texts=lesson_texts or {},
         only_endpoint=only_endpoint,
     )
-    enqueue_on_commit("memory.webhooks.dispatch", robust=True)
+    _dispatch_on_commit()
     return event
+
+
+def _dispatch_on_commit():
+    """Queue one send for the transaction, however many events it records (a bulk decision, a
+    detection over many memories): the pass sends all of them."""
+    pending = getattr(connection, "run_on_commit", [])
+    if not any(getattr(func, "__qualname__", "").endswith("[memory.webhooks.dispatch]") for _, func, _ in pending):
+        enqueue_on_commit("memory.webhooks.dispatch", robust=True)
 
 
 def _memory_facts(memory_ids):
@@ -338,7 +346,7 @@ def webhook_endpoint_resume(*, endpoint: WebhookEndpoint) -> None:
     WebhookDelivery.objects.filter(endpoint=endpoint, status=WebhookDelivery.Status.PENDING).update(
         next_attempt_at=timezone.now()
     )
-    enqueue_on_commit("memory.webhooks.dispatch", robust=True)
+    _dispatch_on_commit()
 
 
 @transaction.atomic
@@ -353,7 +361,7 @@ def webhook_redeliver(*, delivery: WebhookDelivery) -> None:
     WebhookDelivery.objects.filter(pk=delivery.pk).update(
         status=WebhookDelivery.Status.PENDING, next_attempt_at=timezone.now(), leased_until=None
     )
-    enqueue_on_commit("memory.webhooks.dispatch", robust=True)
+    _dispatch_on_commit()
 
 
 # --- events with no single cause ---------------------------------------------------------------

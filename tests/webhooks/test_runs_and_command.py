@@ -82,7 +82,9 @@ def test_without_a_broker_the_event_is_sent_once_the_decision_commits(
         team=memory.project.team, url=receiver.url("/hook"), event_types=["review.decided"]
     )
     receiver.listen("/hook", endpoint.secret)
-    candidate = _candidate(memory)
-    with django_capture_on_commit_callbacks(execute=True):
+    with django_capture_on_commit_callbacks(execute=True) as queued:  # one transaction, as a request is
+        candidate = _candidate(memory)
         promotion_reject(candidate=candidate, actor=services.Actor.for_user(approver), reason="Not a lesson")
     assert receiver.types() == ["review.decided"]
+    # Two events (the candidate waits, then is rejected) queue one send.
+    assert [c.__qualname__.rsplit("[", 1)[-1] for c in queued].count("memory.webhooks.dispatch]") == 1
