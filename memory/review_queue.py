@@ -21,6 +21,10 @@ memory comes back however many memories there are) and how many wait in each of 
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memory.access import EVERY_MEMORY, MemoryIds
 
 _SOURCES = {}
 
@@ -28,7 +32,7 @@ _SOURCES = {}
 @dataclass(frozen=True)
 class ReviewSource:
     key: str
-    counts: Callable  # (memory_ids or None) -> a PerMemory (see count_per_memory), or a {memory_id: n} dict
+    counts: Callable  # (memory_ids, or EVERY_MEMORY) -> a PerMemory (see count_per_memory), or a {memory_id: n} dict
     singular: str
     plural: str
     list_url: Callable | None = None  # () -> the feature's own list of these items
@@ -138,8 +142,8 @@ def _union(querysets):
     return list(querysets[0].union(*querysets[1:], all=True)) if querysets else []
 
 
-def counts_by_source(memory_ids=None):
-    """{source key: {memory_id: n}}. memory_ids=None asks about every memory; ask only about the
+def counts_by_source(memory_ids: MemoryIds) -> dict[str, dict[int, int]]:
+    """{source key: {memory_id: n}}. EVERY_MEMORY asks about every memory; ask only about the
     memories a page shows (totals_by_source answers "how many in all" without a row per memory).
 
     Sources that return a PerMemory (see count_per_memory) are asked in one UNION query.
@@ -158,8 +162,8 @@ def counts_by_source(memory_ids=None):
     return result
 
 
-def totals_by_source(memory_ids=None):
-    """{source key: items waiting in all} over memory_ids (None: every memory), sources with none
+def totals_by_source(memory_ids: MemoryIds) -> dict[str, int]:
+    """{source key: items waiting in all} over memory_ids (EVERY_MEMORY: every memory), sources with none
     left out: one UNION of counts, whose cost follows the waiting items, not the memories."""
     result, querysets = {}, []
     for source in review_sources():
@@ -224,8 +228,8 @@ class Overdue(Queue):
     oldest: object = None
 
 
-def overdue(memory_ids=None, *, now=None):
-    """The Overdue of every memory (or of memory_ids): one UNION query over the sources that know
+def overdue(memory_ids: MemoryIds, *, now: datetime | None = None) -> Overdue:
+    """The Overdue of memory_ids (EVERY_MEMORY: of every memory): one UNION query over the sources that know
     when their items began to wait."""
     from django.conf import settings
     from django.db.models import CharField, Count, Min, Value
@@ -237,7 +241,7 @@ def overdue(memory_ids=None, *, now=None):
         if source.waiting is None:
             continue
         qs = source.waiting().filter(waiting_since__lt=cutoff)
-        if memory_ids is not None:
+        if memory_ids is not EVERY_MEMORY:
             qs = qs.filter(memory_id__in=memory_ids)
         querysets.append(
             qs.order_by()
@@ -247,22 +251,21 @@ def overdue(memory_ids=None, *, now=None):
             .values_list("source", "n", "oldest")
         )
     rows = list(querysets[0].union(*querysets[1:], all=True)) if querysets else []
-    sources = {s.key: s for s in review_sources()}
     found = {key: (n, oldest) for key, n, oldest in rows if n}
     entries = [QueueEntry(s, found[s.key][0]) for s in review_sources() if s.key in found]
     oldest = min((o for _, o in found.values() if o is not None), default=None)
     return Overdue(entries, days=settings.REVIEW_OVERDUE_DAYS, oldest=oldest)
 
 
-def waiting_items(memory_ids=None):
-    """Every item waiting for review that knows when it began to wait, oldest first, each linked and
-    named with its memory (the daily digest)."""
+def waiting_items(memory_ids: MemoryIds) -> list[ReviewItem]:
+    """Every item waiting for review in memory_ids (EVERY_MEMORY: in all) that knows when it began
+    to wait, oldest first, each linked and named with its memory (the daily digest)."""
     items = []
     for source in review_sources():
         if source.waiting is None or source.describe is None:
             continue
         qs = source.waiting().select_related("memory__persona", "memory__project")
-        if memory_ids is not None:
+        if memory_ids is not EVERY_MEMORY:
             qs = qs.filter(memory_id__in=memory_ids)
         for obj in qs.order_by("waiting_since", "pk"):
             item = source.describe(obj)
@@ -302,7 +305,7 @@ def has_waiting_items():
 
     keep = Q(pk__in=[])
     for source in review_sources():
-        counts = source.counts(None)
+        counts = source.counts(EVERY_MEMORY)  # a filter on memories the caller has already scoped
         if isinstance(counts, PerMemory):
             keep |= Q(pk__in=counts.queryset.order_by().values(counts.memory_field))
         else:
@@ -310,8 +313,9 @@ def has_waiting_items():
     return keep
 
 
-def pending_review_counts(memory_ids=None):
-    """{memory_id: items waiting for review}, summed over every source; memories with none are absent."""
+def pending_review_counts(memory_ids: MemoryIds) -> dict[int, int]:
+    """{memory_id: items waiting for review} in memory_ids (EVERY_MEMORY: in all), summed over every
+    source; memories with none are absent."""
     total = Counter()
     for per_memory in counts_by_source(memory_ids).values():
         total.update(per_memory)
@@ -366,9 +370,9 @@ def announce_run(run, event_type, *, decision=None, by=None):
     review_event.send(sender=type(run), event_type=event_type, memory_id=run.memory_id, data=data)
 
 
-def count_per_memory(queryset, memory_ids, memory_field="memory_id"):
+def count_per_memory(queryset: Any, memory_ids: MemoryIds, memory_field: str = "memory_id") -> PerMemory:
     """The waiting items of a source, narrowed to memory_ids: what a source's counts return.
     `memory_field` is the path from an item to its memory's id when the item has no memory key."""
-    if memory_ids is not None:
+    if memory_ids is not EVERY_MEMORY:
         queryset = queryset.filter(**{f"{memory_field}__in": memory_ids})
     return PerMemory(queryset, memory_field)

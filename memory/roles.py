@@ -1,8 +1,9 @@
-"""Three roles: viewer reads, curator edits lessons, approver governs automated changes.
+"""The view decorators of the three roles, and the site-wide groups that hold them.
 
-A role is held in a team (a Membership) or site-wide (a group holding the permissions below, which
-means that role in every team); superusers hold every permission. Which objects a role reaches is
-decided in memory/access.py; the decorators here only say whether a page opens at all.
+The roles and what each grants are defined in memory/access.py (`Role`, `role_actions`). A role is
+held in a team (a Membership) or site-wide (a group named after the role, holding its permissions,
+which means that role in every team); superusers hold every permission. Which objects a role
+reaches is decided in memory/access.py too; the decorators here only say whether a page opens at all.
 """
 
 from functools import wraps
@@ -10,13 +11,9 @@ from functools import wraps
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 
-from memory.access import APPROVE, CURATE, VIEW, access_for
+from memory.access import APPROVE, CURATE, VIEW, Role, access_for, permission_codename, role_actions
 
-ROLE_PERMISSIONS = {
-    "viewer": ["view_memory"],
-    "curator": ["view_memory", "curate_memory"],
-    "approver": ["view_memory", "curate_memory", "approve_memory"],
-}
+__all__ = ["approver_required", "curator_required", "ensure_role_groups", "permission_required", "viewer_required"]
 
 
 def permission_required(perm):
@@ -42,11 +39,13 @@ approver_required = permission_required(APPROVE)
 
 
 def ensure_role_groups(**kwargs):
+    """After migrate: a group per role holding what the role grants (that role site-wide)."""
     from django.contrib.auth.models import Group, Permission
 
     perms = {
         p.codename: p for p in Permission.objects.filter(content_type__app_label="memory", content_type__model="memory")
     }
-    for role, codenames in ROLE_PERMISSIONS.items():
+    for role in Role:
         group, _ = Group.objects.get_or_create(name=role)
+        codenames = [permission_codename(action) for action in role_actions(role)]
         group.permissions.add(*[perms[c] for c in codenames if c in perms])

@@ -1,6 +1,7 @@
 """Small helpers the views of every feature share."""
 
 from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.shortcuts import redirect
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
@@ -8,6 +9,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from memory.services import Actor
+from memory.textcheck import bounded_id
+
+BULK_LIMIT = 500
 
 
 def safe_next(request, default):
@@ -62,3 +66,28 @@ def run_progress(request, template, context, *, finished):
     if finished:
         return HttpResponseStopPolling(render_to_string(partial, context, request=request))
     return TemplateResponse(request, partial, context)
+
+
+def bulk_selection(raw_ids, *, noun, limit=BULK_LIMIT):
+    """The numbers a bulk form selected, once each in the order given. The limit counts what was asked
+    for, before any number is set aside as unknown or not this person's to decide: otherwise unknown
+    numbers would carry a request past it. Raises ValidationError (and nothing should change) when a
+    value is not a number, nothing was selected, or more than `limit` were."""
+    ids = [bounded_id(raw) for raw in raw_ids]
+    if any(i is None for i in ids):
+        raise ValidationError(f"the selection holds something that is not a {noun} number.")
+    ids = list(dict.fromkeys(ids))
+    if not ids:
+        raise ValidationError(f"Select at least one {noun}.")
+    if len(ids) > limit:
+        raise ValidationError(f"Decide at most {limit} {noun}s at once; {len(ids)} were selected.")
+    return ids
+
+
+def none_to_decide(ids, *, noun):
+    """The refusal when none of the selected numbers is this person's to decide: it names them (the
+    first fifty), so the person sees what was asked rather than an empty selection."""
+    shown = ", ".join(str(i) for i in ids[:50]) + (f" and {len(ids) - 50} more" if len(ids) > 50 else "")
+    if len(ids) == 1:
+        return ValidationError(f"{noun.capitalize()} {shown} does not exist or is not yours to decide.")
+    return ValidationError(f"{noun.capitalize()}s {shown} do not exist or are not yours to decide.")

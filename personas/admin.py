@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 
 from memory.access import PERSONA, PROJECT, TeamScopedAdmin
 from memory.listing import PageCountsAdminMixin, grouped_counts
-from memory.models import Lesson, LessonStatus, Memory, Tier
+from memory.models import LessonStatus, Memory, Tier
 from personas import services
 from personas.forms import PersonaForm
 from personas.models import Membership, Persona, PersonaAlias, Project, Team, TeamChange
@@ -499,8 +499,8 @@ class ProjectAdmin(TeamScopedAdmin, PageCountsAdminMixin, admin.ModelAdmin):
 class MembershipInline(admin.TabularInline):
     model = Membership
     extra = 1
-    fields = ["user", "role", "created_at"]
-    readonly_fields = ["created_at"]
+    fields = ["user", "role", "source", "created_at"]
+    readonly_fields = ["source", "created_at"]
 
     def has_add_permission(self, request, obj=None):
         return self.has_change_permission(request, obj)

@@ -4,6 +4,8 @@ from django.db import models
 from django.db.models.functions import Lower
 from django.utils import timezone
 
+from memory.access import Role
+
 # Field names follow the original Night Watch persona schema so exported souls stay compatible.
 SOUL_FIELDS = {
     "whoIAm": str,
@@ -50,11 +52,11 @@ class Team(models.Model):
         return self.name
 
 
-class Role(models.TextChoices):
-    # Ordered: each role can do everything the one before it can.
-    VIEWER = "viewer", "Viewer"
-    CURATOR = "curator", "Curator"
-    APPROVER = "approver", "Approver"
+class MembershipSource(models.TextChoices):
+    # Who keeps a membership: sign-in and SCIM change only their own, never one given by hand.
+    MANUAL = "manual", "By hand"
+    OIDC = "oidc", "Identity provider sign-in"
+    SCIM = "scim", "SCIM provisioning"
 
 
 class Membership(models.Model):
@@ -63,6 +65,7 @@ class Membership(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=20, choices=Role.choices, default=Role.VIEWER)
+    source = models.CharField(max_length=10, choices=MembershipSource.choices, default=MembershipSource.MANUAL)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -2,8 +2,8 @@
 
 - No import cycles between the product's modules, not even through imports inside functions: a
   slice's tasks import its services, never the other way round (services queue work by task name,
-  memory/jobs.py), and the history core (memory/services.py) imports no feature slice (slices
-  register on memory/signals.py instead).
+  memory/jobs.py), and the history core (memory/history/, named by memory/services.py) imports no
+  feature slice (slices register on memory/signals.py instead).
 - Every Celery task is named memory.<slice>.<verb>, and the beat schedule names registered tasks.
 - Signals are declared in memory/signals.py only, and receivers live in receivers.py modules.
 """
@@ -120,12 +120,30 @@ def test_services_never_import_tasks():
     assert offenders == []
 
 
+# transaction.on_commit( … task.delay( … ), the callback written over one or several lines.
+ON_COMMIT_DELAY = re.compile(r"on_commit\((?:(?!\)\n).){0,300}?\.(delay|apply_async)\(", re.DOTALL)
+
+
+def test_work_queued_after_a_write_goes_through_enqueue_on_commit():
+    # A view (or anything else) that queues a task once its writes commit does it with
+    # memory.jobs.enqueue_on_commit("memory.<slice>.<verb>", …), by the task's name, as services do,
+    # not with its own transaction.on_commit around a task's .delay(). (A button that writes nothing
+    # may still call .delay() itself: see test_services_never_import_tasks.)
+    offenders = [
+        name for name, path in _modules().items() if name != "memory.jobs" and ON_COMMIT_DELAY.search(path.read_text())
+    ]
+    assert offenders == []
+
+
 def test_the_history_core_imports_no_feature_slice():
     slices = {"api", "compaction", "formats", "lessons", "mcp", "pipeline", "promotions", "refinement", "reflection"}
-    imported = {dep.split(".")[1] for dep in _graph()["memory.services"] if dep.count(".") >= 1}
+    graph = _graph()
+    core = [name for name in graph if name == "memory.services" or name.startswith("memory.history")]
+    assert "memory.history.snapshots" in core
+    imported = {dep.split(".")[1] for name in core for dep in graph[name] if dep.count(".") >= 1}
     assert not imported & slices
     # memory.refs.parsing (the ref syntax) is shared; the refs slice's services are reached by signal.
-    assert "memory.refs.services" not in _graph()["memory.services"]
+    assert not [name for name in core if "memory.refs.services" in graph[name]]
 
 
 def test_tasks_are_named_by_slice_and_verb_and_beat_names_real_tasks():

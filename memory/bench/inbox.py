@@ -98,6 +98,7 @@ def _grow(n_memories, n_candidates):
 
 @benchmark("inbox", "Promotion inbox page: demo data, then ~9,400 pending candidates over 500 memories")
 def run(bench):
+    from memory.access import Role
     from memory.demo.seed import seed_demo
     from memory.promotions.services import detection_targets, promotion_detect
     from memory.roles import ensure_role_groups
@@ -115,7 +116,7 @@ def run(bench):
                 promotion_detect(memory=memory)
             ensure_role_groups()
             user = get_user_model().objects.create_user("bench-inbox", password=None)
-            user.groups.add(Group.objects.get(name="approver"))
+            user.groups.add(Group.objects.get(name=Role.APPROVER))
             client = Client()
             client.force_login(user)
             url = reverse("promotions:inbox")

@@ -2,9 +2,8 @@
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -25,10 +24,10 @@ from memory.compaction.services import (
     working_lessons,
 )
 from memory.compaction.staleness import covered_changes
-from memory.compaction.tasks import compaction_propose_task
 from memory.formats.lines import render_working
+from memory.jobs import enqueue_on_commit
 from memory.listing import ListFilters, page_of
-from memory.models import ALL_CATEGORIES, CompactionProposal, Memory, ProposalLine
+from memory.models import ALL_CATEGORIES, CompactionProposal, ProposalLine
 from memory.roles import approver_required, viewer_required
 from memory.selectors import with_refs
 from memory.services import Actor, RevertError
@@ -77,16 +76,16 @@ def compaction_list(request):
 @approver_required
 def compaction_bulk_reject_view(request):
     """Reject the selected proposals with one reason; the list says which went and which could not."""
-    from memory.textcheck import bounded_id
+    from memory.web import bulk_selection, none_to_decide
 
-    ids = [bounded_id(raw) for raw in request.POST.getlist("proposal")]
     try:
-        if any(i is None for i in ids):
-            raise ValidationError("the selection holds something that is not a proposal number.")
+        ids = bulk_selection(request.POST.getlist("proposal"), noun="proposal")
         # Proposals of memories this person may not decide answer as if they did not exist.
         decidable = set(
             scope(CompactionProposal.objects.filter(pk__in=ids), request.user, APPROVE).values_list("pk", flat=True)
         )
+        if not decidable:
+            raise none_to_decide(ids, noun="proposal")
         outcome = compaction_bulk_reject(
             proposal_ids=[i for i in ids if i in decidable],
             actor=Actor.for_user(request.user),
@@ -208,8 +207,7 @@ def compaction_recompute_view(request, pk):
     except CompactionError as exc:
         messages.error(request, f"Not recomputed: {exc}")
         return _redirect(request, _detail_url(pk))
-    user_id = request.user.pk
-    transaction.on_commit(lambda: compaction_propose_task.delay(proposal.memory_id, user_id, recomputed_from_id=pk))
+    enqueue_on_commit("memory.compaction.propose", proposal.memory_id, request.user.pk, recomputed_from_id=pk)
     new = proposal.recomputations.order_by("-id").first()  # already there when tasks run in-process
     if new is not None:
         messages.success(request, f"Recomputed as proposal #{new.pk} from the memory as it is now.")
@@ -275,7 +273,6 @@ def compaction_propose_view(request, memory_pk):
             f"({_usage(memory)}). No proposal was made.",
         )
         return _redirect(request, reverse("compaction-list"))
-    user_id = request.user.pk
-    transaction.on_commit(lambda: compaction_propose_task.delay(memory.pk, user_id))
+    enqueue_on_commit("memory.compaction.propose", memory.pk, request.user.pk)
     messages.success(request, f"Computing a compaction proposal for {memory}. It appears below when ready.")
     return _redirect(request, reverse("compaction-list"))

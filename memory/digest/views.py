@@ -6,9 +6,8 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 
-from memory.digest.selectors import digest_enabled
+from memory.digest.selectors import account_digest_scope, account_memberships, digest_enabled
 from memory.digest.services import digest_preference_set
-from memory.roles import APPROVE
 
 
 class DigestForm(forms.Form):
@@ -31,9 +30,11 @@ def account(request):
             return redirect("account")
     else:
         form = DigestForm(initial={"daily_digest": digest_enabled(user)})
+    memberships = account_memberships(user)
     context = {
         "form": form,
-        "is_approver": user.has_perm(APPROVE),
+        "digest": account_digest_scope(user, memberships),
+        "memberships": memberships,
         "roles": sorted(user.groups.values_list("name", flat=True)),
     }
     return TemplateResponse(request, "memory/digest/account.html", context)

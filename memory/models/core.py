@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from memory.access import APPROVE, CURATE, permission_codename
 from memory.lessons.paths import memory_path
 
 
@@ -95,9 +96,10 @@ class Memory(models.Model):
     class Meta:
         verbose_name_plural = "memories"
         ordering = ["persona__name", "project__name"]
+        # The actions of memory.access beyond view (which Django adds): what the roles grant.
         permissions = [
-            ("curate_memory", "Can edit, protect, delete, restore and revert lessons"),
-            ("approve_memory", "Can approve promotions, apply compactions and edit refinement prompts"),
+            (permission_codename(CURATE), "Can edit, protect, delete, restore and revert lessons"),
+            (permission_codename(APPROVE), "Can approve promotions, apply compactions and edit refinement prompts"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["persona", "project"], name="memory_unique_persona_project"),
@@ -305,6 +307,9 @@ class LessonConfirmation(models.Model):
     class Meta:
         ordering = ["confirmed_on", "id"]
 
+    def __str__(self):
+        return f"Lesson #{self.lesson_id} seen again on {self.confirmed_on}"
+
 
 class ActorType(models.TextChoices):
     USER = "user", "User"
@@ -465,3 +470,6 @@ class LLMCall(models.Model):
             # The purposes to filter by: distinct values read from the index, not from every row.
             models.Index(fields=["purpose"], name="llmcall_purpose"),
         ]
+
+    def __str__(self):
+        return f"{self.purpose} via {self.provider} ({self.outcome})"

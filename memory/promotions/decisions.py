@@ -1,8 +1,11 @@
 """A person's decisions on a candidate: approve it exactly once, reject it, decide several at once
 (each through the single path), and follow its revert."""
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.urls import reverse
@@ -15,6 +18,7 @@ from memory.models import (
     ChangeBatch,
     Lesson,
     LessonStatus,
+    Memory,
     PromotionBulkDecision,
     PromotionCandidate,
     Relevance,
@@ -30,7 +34,7 @@ from memory.textcheck import check_text
 class AlreadyDecided(PromotionError):
     """Someone decided it first; status and by say how and who (for a bulk decision's report)."""
 
-    def __init__(self, message, *, status="", by=""):
+    def __init__(self, message: str, *, status: str = "", by: str = "") -> None:
         super().__init__(message)
         self.status = status
         self.by = by
@@ -48,11 +52,16 @@ class ApprovalResult:
     core_budget: int
 
     @property
-    def over_budget(self):
+    def over_budget(self) -> bool:
         return self.core_chars > self.core_budget
 
 
-def _describe_decision(candidate):
+def _person(actor: services.Actor) -> User | None:
+    """The user behind an action (None for a job or an agent)."""
+    return cast("User | None", actor.user)  # Actor.user is declared as a plain object
+
+
+def _describe_decision(candidate: PromotionCandidate) -> str:
     who = candidate.decided_by_label or "someone"
     when = timezone.localtime(candidate.decided_at).strftime("%Y-%m-%d %H:%M") if candidate.decided_at else ""
     suffix = f" at {when}" if when else ""
@@ -65,20 +74,20 @@ def _describe_decision(candidate):
     return "This proposal was superseded by a newer one; review that one instead."
 
 
-def _already_decided(candidate):
+def _already_decided(candidate: PromotionCandidate) -> AlreadyDecided:
     return AlreadyDecided(
         _describe_decision(candidate), status=candidate.status, by=candidate.decided_by_label or "someone"
     )
 
 
-def _require_approver(actor, memory=None):
+def _require_approver(actor: services.Actor, memory: Memory | None = None) -> None:
     """Without a memory: is the actor an approver anywhere (a bulk decision checks each candidate's
     memory again as it decides it)."""
     if actor.type != ActorType.USER or actor.user is None or not can(actor.user, APPROVE, memory):
         raise PermissionDenied("Only a signed-in person with the approver role can decide promotions.")
 
 
-def _changed_lessons(candidate, lessons):
+def _changed_lessons(candidate: PromotionCandidate, lessons: Iterable[Lesson]) -> list[str]:
     by_id = {lesson.pk: lesson for lesson in lessons}
     problems = []
     for lesson_id, state in candidate.supporting_state.items():
@@ -94,12 +103,35 @@ def _changed_lessons(candidate, lessons):
     return problems
 
 
-def _highest_relevance(lessons):
+def _lock_unchanged_supporting(candidate: PromotionCandidate) -> list[Lesson]:
+    """The candidate's supporting lessons, locked; NeedsReview when one changed since it was proposed."""
+    supporting = list(
+        Lesson.objects.select_for_update().filter(pk__in=[int(i) for i in candidate.supporting_state]).order_by("id")
+    )
+    problems = _changed_lessons(candidate, supporting)
+    if problems:
+        raise NeedsReview(
+            "The supporting lessons changed since this was proposed (" + "; ".join(problems) + "). "
+            "Review the refreshed proposal instead."
+        )
+    return supporting
+
+
+def _highest_relevance(lessons: Iterable[Lesson]) -> str:
     return Relevance.highest(lesson.relevance for lesson in lessons)
 
 
 @transaction.atomic
-def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, reason="", bulk=None):
+def promotion_approve(
+    *,
+    candidate: PromotionCandidate,
+    actor: services.Actor,
+    text: str | None = None,
+    category: str | None = None,
+    refs: Sequence[Any] | None = None,
+    reason: str = "",
+    bulk: PromotionBulkDecision | None = None,
+) -> ApprovalResult:
     """Create the core lesson and retire its supporting lessons, as one revertible batch, exactly once.
 
     The candidate row is locked first, so of two approvers clicking together one creates the
@@ -120,15 +152,7 @@ def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, 
     edited = (final_text, final_category) != (candidate.text, candidate.category) or (
         refs is not None and [r.as_text() for r in services.clean_refs(final_refs)] != candidate.refs
     )
-    supporting = list(
-        Lesson.objects.select_for_update().filter(pk__in=[int(i) for i in candidate.supporting_state]).order_by("id")
-    )
-    problems = _changed_lessons(candidate, supporting)
-    if problems:
-        raise NeedsReview(
-            "The supporting lessons changed since this was proposed (" + "; ".join(problems) + "). "
-            "Review the refreshed proposal instead."
-        )
+    supporting = _lock_unchanged_supporting(candidate)
     batch = services.batch_create(
         memory=memory,
         kind=ChangeBatch.Kind.PROMOTION,
@@ -158,7 +182,7 @@ def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, 
     now = timezone.now()
     updated = PromotionCandidate.objects.filter(pk=candidate.pk, status=Status.PENDING).update(
         status=Status.APPROVED,
-        decided_by=actor.user,
+        decided_by=_person(actor),
         decided_by_label=actor.label[:200],
         decided_at=now,
         core_lesson=core,
@@ -178,7 +202,13 @@ def promotion_approve(*, candidate, actor, text=None, category=None, refs=None, 
 
 
 @transaction.atomic
-def promotion_reject(*, candidate, actor, reason, bulk=None):
+def promotion_reject(
+    *,
+    candidate: PromotionCandidate,
+    actor: services.Actor,
+    reason: str | None,
+    bulk: PromotionBulkDecision | None = None,
+) -> PromotionCandidate:
     """Record who rejected the proposal and why; its lessons stay in working memory."""
     reason = _clean_reject_reason(reason)
     candidate = PromotionCandidate.objects.select_for_update().select_related("memory").get(pk=candidate.pk)
@@ -186,7 +216,7 @@ def promotion_reject(*, candidate, actor, reason, bulk=None):
     if candidate.status != Status.PENDING:
         raise _already_decided(candidate)
     candidate.status = Status.REJECTED
-    candidate.decided_by = actor.user
+    candidate.decided_by = _person(actor)
     candidate.decided_by_label = actor.label[:200]
     candidate.decided_at = timezone.now()
     candidate.reason = reason
@@ -197,11 +227,11 @@ def promotion_reject(*, candidate, actor, reason, bulk=None):
     return candidate
 
 
-def _decided_event(candidates, decision, actor):
+def _decided_event(candidates: list[PromotionCandidate], decision: str, actor: services.Actor) -> None:
     """One review.decided event per team listing the candidates decided (one for a single decision,
     one for a bulk decision within a team); an endpoint of one team never sees another team's items.
     Single decisions name their memory; the team is then read when the event is sent."""
-    groups = {}
+    groups: dict[int | None, list[PromotionCandidate]] = {}
     for candidate in candidates:
         key = candidate.memory.project.team_id if len(candidates) > 1 else None
         groups.setdefault(key, []).append(candidate)
@@ -224,7 +254,7 @@ def _decided_event(candidates, decision, actor):
         )
 
 
-def _clean_reject_reason(reason):
+def _clean_reject_reason(reason: str | None) -> str:
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": "Say why the proposal is rejected; the reason is kept with the decision."})
@@ -240,16 +270,18 @@ class BulkOutcome:
     because its supporting lessons changed, or refused for another reason. Each entry: {id, message}."""
 
     bulk: PromotionBulkDecision
-    decided: list = field(default_factory=list)
-    already: list = field(default_factory=list)
-    changed: list = field(default_factory=list)
-    refused: list = field(default_factory=list)
+    decided: list[int] = field(default_factory=list)
+    already: list[dict[str, Any]] = field(default_factory=list)
+    changed: list[dict[str, Any]] = field(default_factory=list)
+    refused: list[dict[str, Any]] = field(default_factory=list)
 
-    def as_json(self):
+    def as_json(self) -> dict[str, list[Any]]:
         return {"decided": self.decided, "already": self.already, "changed": self.changed, "refused": self.refused}
 
 
-def promotion_bulk_decide(*, candidate_ids, actor, action, reason=""):
+def promotion_bulk_decide(
+    *, candidate_ids: Iterable[int | str], actor: services.Actor, action: str, reason: str | None = ""
+) -> BulkOutcome:
     """Approve or reject several candidates, each through the single-candidate path in its own
     transaction and batch, so each is decided exactly once (its row lock) and any one can be
     reverted alone; the lot is recorded as one PromotionBulkDecision.
@@ -272,13 +304,13 @@ def promotion_bulk_decide(*, candidate_ids, actor, action, reason=""):
     bulk = PromotionBulkDecision.objects.create(
         action=action,
         reason=reason,
-        decided_by=actor.user,
+        decided_by=_person(actor),
         decided_by_label=actor.label[:200],
         requested=ids,
     )
     outcome = BulkOutcome(bulk=bulk)
     found = {c.pk: c for c in PromotionCandidate.objects.filter(pk__in=ids).select_related("memory__project")}
-    to_refresh = {}
+    to_refresh: dict[int, Memory] = {}
     for pk in ids:
         candidate = found.get(pk)
         if candidate is None:
@@ -309,7 +341,7 @@ def promotion_bulk_decide(*, candidate_ids, actor, action, reason=""):
     return outcome
 
 
-def promotion_follow_revert(*, batch, revert_batch):
+def promotion_follow_revert(*, batch: ChangeBatch, revert_batch: ChangeBatch) -> None:
     """Reverting an approval's batch brings the working lessons back and retires the core lesson."""
     PromotionCandidate.objects.filter(batch=batch, status=Status.APPROVED).update(
         status=Status.REVERTED, revert_batch=revert_batch

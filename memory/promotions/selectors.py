@@ -1,13 +1,15 @@
 """Reads of the promotion feature, with a fixed number of queries whatever the data."""
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
-from django.db.models import Exists, OuterRef, Prefetch
+from django.db.models import Exists, OuterRef, Prefetch, QuerySet
 from django.utils import timezone
 
-from memory.access import VIEW, scope
+from memory.access import EVERY_MEMORY, VIEW, MemoryIds, scope
 from memory.formats.lines import core_line, render_core
 from memory.listing import window
 from memory.models import (
@@ -24,9 +26,10 @@ from memory.refs import parse_ref_list
 Status = PromotionCandidate.Status
 
 
-def pending_count(memory_ids=None):
+def pending_count(memory_ids: MemoryIds) -> int:
+    """Candidates waiting for a decision in these memories (EVERY_MEMORY: in all)."""
     pending = PromotionCandidate.objects.filter(status=Status.PENDING)
-    if memory_ids is not None:
+    if memory_ids is not EVERY_MEMORY:
         pending = pending.filter(memory_id__in=memory_ids)
     return pending.count()
 
@@ -94,13 +97,12 @@ class InboxFilters:
         return any((self.persona, self.project, self.memory, self.kind, self.min_age_days))
 
 
-def inbox_candidates(*, user, action=VIEW, filters=None, statuses=(Status.PENDING,)):
+def inbox_candidates(
+    *, user: Any, action: str = VIEW, filters: InboxFilters | None = None, statuses: Iterable[str] = (Status.PENDING,)
+) -> QuerySet[PromotionCandidate]:
     """Every read of candidates from the inbox (cards, bulk decisions, lazily loaded lessons) starts
-    here, so what a person may see (their teams' memories) is one filter in one place. user=None
-    reads every memory's (for callers outside a request)."""
-    qs = PromotionCandidate.objects.filter(status__in=statuses)
-    if user is not None:
-        qs = scope(qs, user, action)
+    here, so what a person may see (their teams' memories) is one filter in one place."""
+    qs = scope(PromotionCandidate.objects.filter(status__in=statuses), user, action)
     filters = filters or InboxFilters()
     if filters.persona:
         qs = qs.filter(memory__persona_id=filters.persona)
@@ -117,7 +119,7 @@ def inbox_candidates(*, user, action=VIEW, filters=None, statuses=(Status.PENDIN
     return qs.order_by("created_at", "id")
 
 
-def inbox_page(*, user, filters=None, page=1, per_page=None):
+def inbox_page(*, user: Any, filters: InboxFilters | None = None, page: Any = 1, per_page: int | None = None) -> Any:
     """One page of pending candidates, oldest waiting first, as cards without their supporting
     lessons (those load when a card is opened). Reads a count, the page's rows and the core lessons
     of the page's memories: what it reads is bounded by the page size, not by how many wait."""
@@ -127,7 +129,7 @@ def inbox_page(*, user, filters=None, page=1, per_page=None):
     return current
 
 
-def recent_decisions(*, user, filters=None, limit=10):
+def recent_decisions(*, user: Any, filters: InboxFilters | None = None, limit: int = 10) -> list[PromotionCandidate]:
     """The latest decided candidates, newest first, with what the table shows (no supporting lessons)."""
     return list(
         inbox_candidates(user=user, filters=filters, statuses=(Status.APPROVED, Status.REJECTED, Status.REVERTED))
@@ -136,18 +138,23 @@ def recent_decisions(*, user, filters=None, limit=10):
     )
 
 
-def recent_bulk_decisions(*, user, limit=5):
+def recent_bulk_decisions(*, user: Any, limit: int = 5) -> list[PromotionBulkDecision]:
     """The latest bulk decisions that decided a candidate this person can see, newest first."""
     seen = inbox_candidates(user=user, statuses=Status.values).filter(bulk=OuterRef("pk"))
     return list(PromotionBulkDecision.objects.filter(Exists(seen)).order_by("-created_at", "-id")[:limit])
 
 
 def candidates_for_review(
-    *, statuses=(Status.PENDING,), memory_ids=None, pks=None, limit=None, with_lessons=True, user=None
-):
-    """Candidates with everything a card shows: supporting lessons (refs, confirmations; with
-    with_lessons) and the core budget of their memory after promotion. Five queries, however many
-    candidates."""
+    *,
+    user: Any,
+    statuses: Iterable[str] = (Status.PENDING,),
+    pks: Iterable[int] | None = None,
+    limit: int | None = None,
+    with_lessons: bool = True,
+) -> list[PromotionCandidate]:
+    """The candidates `user` may see with everything a card shows: supporting lessons (refs,
+    confirmations; with with_lessons) and the core budget of their memory after promotion. Five
+    queries, however many candidates."""
     qs = (
         inbox_candidates(user=user, statuses=statuses)
         .select_related("memory__persona", "memory__project", "decided_by", "core_lesson")
@@ -155,15 +162,13 @@ def candidates_for_review(
     )
     if with_lessons:
         qs = qs.prefetch_related(Prefetch("supporting", queryset=supporting_lessons()))
-    if memory_ids is not None:
-        qs = qs.filter(memory_id__in=memory_ids)
     if pks is not None:
         qs = qs.filter(pk__in=pks)
     if limit:
         qs = qs.order_by("-decided_at", "-id")[:limit]
     candidates = list(qs)
     for candidate in candidates:
-        candidate.lessons_loaded = with_lessons
+        candidate.lessons_loaded = with_lessons  # type: ignore[attr-defined]  # read by the card template
     return _with_budgets(candidates)
 
 
@@ -201,6 +206,7 @@ def _with_budgets(candidates):
     return candidates
 
 
-def candidate_for_review(pk):
-    found = candidates_for_review(statuses=Status.values, pks=[pk])
+def candidate_for_review(pk: int, *, user: Any) -> PromotionCandidate | None:
+    """One candidate as its page shows it, if `user` may see it."""
+    found = candidates_for_review(user=user, statuses=Status.values, pks=[pk])
     return found[0] if found else None

@@ -11,6 +11,7 @@ Each reason to change lives in its own module; this one only names what the rest
 
 from memory.promotions.candidates import COVERING_STATUSES, DETECTOR, REFLECTOR, PromotionError
 from memory.promotions.decisions import (
+    BULK_MAX,
     AlreadyDecided,
     ApprovalResult,
     BulkOutcome,
@@ -33,6 +34,7 @@ from memory.promotions.detection_runs import (
 from memory.promotions.reflections import reflection_propose, reflection_support
 
 __all__ = [
+    "BULK_MAX",
     "COVERING_STATUSES",
     "DETECTOR",
     "REFLECTOR",

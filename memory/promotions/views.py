@@ -7,7 +7,7 @@ reach these views: they need a signed-in session with the approver permission.
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
@@ -22,9 +22,10 @@ from memory.access import (
     visible_personas,
     visible_projects,
 )
-from memory.models import CORE_CATEGORIES, Memory, PromotionBulkDecision, PromotionCandidate
+from memory.models import CORE_CATEGORIES, PromotionBulkDecision, PromotionCandidate
 from memory.promotions import selectors
 from memory.promotions.services import (
+    BULK_MAX,
     AlreadyDecided,
     NeedsReview,
     detection_status,
@@ -36,6 +37,7 @@ from memory.promotions.services import (
 from memory.roles import approver_required, viewer_required
 from memory.services import Actor
 from memory.textcheck import bounded_id
+from memory.web import bulk_selection, none_to_decide
 
 Status = PromotionCandidate.Status
 RECENT_DECISIONS = 10
@@ -153,7 +155,7 @@ def supporting(request, pk):
 @viewer_required
 def candidate_detail(request, pk):
     ensure_visible(request.user, PromotionCandidate.objects.all(), pk=pk)
-    candidate = selectors.candidate_for_review(pk)
+    candidate = selectors.candidate_for_review(pk, user=request.user)
     if candidate is None:
         raise Http404("No such promotion candidate")
     return TemplateResponse(
@@ -164,7 +166,9 @@ def candidate_detail(request, pk):
 def _card_response(request, pk, *, error="", warning="", success=""):
     """htmx: the candidate's card in its new state, plus the nav badge out of band."""
     on_detail = request.POST.get("next") == "detail"
-    (candidate,) = selectors.candidates_for_review(statuses=Status.values, pks=[pk], with_lessons=on_detail)
+    (candidate,) = selectors.candidates_for_review(
+        user=request.user, statuses=Status.values, pks=[pk], with_lessons=on_detail
+    )
     # A refused edit comes back with the reviewer's own text, not the proposal.
     draft = request.POST if error and request.POST.get("edit") == "1" else None
     return TemplateResponse(
@@ -258,12 +262,9 @@ def reject(request, pk):
 def bulk_decide(request):
     """Approve or reject the selected candidates; htmx gets the outcome and each card in its new
     state, a plain form post a message and the inbox again."""
-    raw_ids = request.POST.getlist("candidate")
-    ids = [bounded_id(raw) for raw in raw_ids]
-    outcome, error = None, ""
-    if any(i is None for i in ids):
-        error = "Nothing was decided: the selection holds something that is not a candidate number."
-    else:
+    outcome, error, decidable = None, "", set()
+    try:
+        ids = bulk_selection(request.POST.getlist("candidate"), noun="candidate", limit=BULK_MAX)
         # Only candidates this person can see in the inbox; others answer as if they did not exist.
         visible = set(
             selectors.inbox_candidates(user=request.user, statuses=Status.values)
@@ -275,26 +276,27 @@ def bulk_decide(request):
             .filter(pk__in=visible)
             .values_list("pk", flat=True)
         )
-        not_theirs = [i for i in ids if i in visible and i not in decidable]
-        ids = [i if i in decidable else -i for i in ids if i not in not_theirs]
-        try:
-            outcome = promotion_bulk_decide(
-                candidate_ids=[i for i in ids if i > 0],
-                actor=Actor.for_user(request.user),
-                action=request.POST.get("action", ""),
-                reason=request.POST.get("reason", ""),
-            )
-        except ValidationError as exc:
-            error = f"Nothing was decided: {_validation_text(exc)}"
-        else:
-            outcome.refused.extend({"id": -i, "message": f"Candidate #{-i} does not exist."} for i in ids if i < 0)
-            outcome.refused.extend(
-                {"id": i, "message": f"Candidate #{i} needs the approver role in its team."} for i in not_theirs
-            )
+        if not decidable:
+            raise none_to_decide(ids, noun="candidate")
+        outcome = promotion_bulk_decide(
+            candidate_ids=[i for i in ids if i in decidable],
+            actor=Actor.for_user(request.user),
+            action=request.POST.get("action", ""),
+            reason=request.POST.get("reason", ""),
+        )
+    except ValidationError as exc:
+        error = f"Nothing was decided: {_validation_text(exc)}"
+    else:
+        outcome.refused.extend({"id": i, "message": f"Candidate #{i} does not exist."} for i in ids if i not in visible)
+        outcome.refused.extend(
+            {"id": i, "message": f"Candidate #{i} needs the approver role in its team."}
+            for i in ids
+            if i in visible and i not in decidable
+        )
     if request.htmx:
         cards = (
             selectors.candidates_for_review(
-                user=request.user, statuses=Status.values, pks=[i for i in ids if i and i > 0], with_lessons=False
+                user=request.user, statuses=Status.values, pks=sorted(decidable), with_lessons=False
             )
             if outcome
             else []

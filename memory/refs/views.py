@@ -6,7 +6,7 @@ with a message, so every action also works without JS.
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
@@ -100,13 +100,11 @@ def refs_accept_moved(request, memory_id):
 @curator_required
 def refs_bulk(request, memory_id):
     """Drop the selected refs, or retire their lessons; each lesson is its own revertible change."""
-    from memory.textcheck import bounded_id
+    from memory.web import bulk_selection
 
     memory = memory_for_user_or_404(request.user, pk=memory_id, action=CURATE)
-    ids = [bounded_id(raw) for raw in request.POST.getlist("ref")]
     try:
-        if any(i is None for i in ids):
-            raise ValidationError("the selection holds something that is not a ref number.")
+        ids = bulk_selection(request.POST.getlist("ref"), noun="ref")
         outcome = services.refs_bulk_decide(
             memory=memory,
             ref_ids=ids,

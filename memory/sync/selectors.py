@@ -1,9 +1,19 @@
 """Reads of sync state for pages."""
 
+from datetime import datetime
+from typing import TypedDict
+
+from memory.models import Memory
 from memory.sync.models import SyncConflict, SyncedFolder
 
 
-def folder_sync_state(memory):
+class FolderSyncState(TypedDict):
+    synced_at: datetime | None  # the latest pass that synced one of the memory's folders
+    error: str  # why a folder could not be synced, "" when none failed
+    conflicts: int  # file conflicts waiting for a person
+
+
+def folder_sync_state(memory: Memory) -> FolderSyncState | None:
     """{"synced_at", "error", "conflicts"} of the memory's synced folders, or None when none is synced.
 
     One query for a memory no folder syncs; two otherwise.

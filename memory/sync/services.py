@@ -1,5 +1,7 @@
 """A person settles a file conflict: Night Watch's text, the dashboard's, or both."""
 
+from typing import TYPE_CHECKING, cast
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -7,14 +9,17 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memory import services
-from memory.formats.nightwatch import CORE_FILE, parse_core, parse_working
+from memory.formats.nightwatch import CORE_FILE, ParsedLine, parse_core, parse_working
 from memory.jobs import enqueue_on_commit
-from memory.models import ChangeBatch, LessonStatus
+from memory.models import ChangeBatch, LessonStatus, Memory
 from memory.signals import review_event
 from memory.sync.models import SyncConflict, SyncedFolder
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
-def _file_line(conflict):
+
+def _file_line(conflict: SyncConflict) -> ParsedLine:
     parse = parse_core if conflict.file_name == CORE_FILE else parse_working
     (line,) = parse(conflict.file_line, conflict.file_name)
     if line.rejected:
@@ -23,7 +28,7 @@ def _file_line(conflict):
 
 
 @transaction.atomic
-def sync_conflict_resolve(*, conflict, choice, actor):
+def sync_conflict_resolve(*, conflict: SyncConflict, choice: str, actor: services.Actor) -> SyncConflict:
     """Settle one conflict; the next pass writes the outcome to the files.
 
     - file: the lesson takes Night Watch's text (or is deleted, when Night Watch removed the line);
@@ -72,7 +77,7 @@ def sync_conflict_resolve(*, conflict, choice, actor):
     if batch is not None:
         services.memory_bump_version(memory)
     conflict.status, conflict.choice = SyncConflict.Status.RESOLVED, choice
-    conflict.resolved_by = actor.user
+    conflict.resolved_by = cast("User | None", actor.user)  # a person settles: the actor has a user
     conflict.resolved_at = timezone.now()
     conflict.save(update_fields=["status", "choice", "resolved_by", "resolved_at"])
     # The files are written from the store again on the next pass, whatever was picked.
@@ -96,7 +101,7 @@ def sync_conflict_resolve(*, conflict, choice, actor):
     return conflict
 
 
-def _add(memory, line, batch):
+def _add(memory: Memory, line: ParsedLine, batch: ChangeBatch) -> None:
     services.lesson_create_from_file(memory=memory, line=line, batch=batch, section=services.next_section(memory))
 
 

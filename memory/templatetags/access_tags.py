@@ -7,8 +7,8 @@ The same rule as the views (memory.access), so a button shows exactly when its P
 
 from django import template
 
+from memory.access import APPROVE, CURATE, VIEW
 from memory.access import can as _can
-from memory.roles import APPROVE, CURATE, VIEW
 
 register = template.Library()
 

@@ -3,8 +3,7 @@
 from django import template
 from django.utils.html import format_html
 
-from memory.access import access_for
-from memory.roles import VIEW
+from memory.access import VIEW, access_for
 
 register = template.Library()
 

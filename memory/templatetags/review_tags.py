@@ -3,9 +3,8 @@
 from django import template
 from django.conf import settings
 
-from memory.access import access_for, visible_memory_ids
+from memory.access import VIEW, access_for, visible_memory_ids
 from memory.review_queue import queue_total, request_totals
-from memory.roles import VIEW
 
 register = template.Library()
 
@@ -21,8 +20,9 @@ def review_queue(context):
 
 
 @register.simple_tag
-def waited(since, label="waiting"):
-    """How long an item has waited for review ("waiting 3 days"), marked when it is past REVIEW_OVERDUE_DAYS."""
+def waited(since, label="waiting", depth=1):
+    """How long an item has waited for review ("waiting 3 days"), marked when it is past REVIEW_OVERDUE_DAYS.
+    Every review list says it this way, so an overdue item looks the same wherever it waits."""
     from django.utils.html import format_html
     from django.utils.timesince import timesince
 
@@ -35,9 +35,9 @@ def waited(since, label="waiting"):
             '<span class="waited waited-overdue" title="Waiting longer than {} days">{} {}</span>',
             settings.REVIEW_OVERDUE_DAYS,
             label,
-            timesince(since, depth=1),
+            timesince(since, depth=depth),
         )
-    return format_html('<span class="waited">{} {}</span>', label, timesince(since, depth=1))
+    return format_html('<span class="waited">{} {}</span>', label, timesince(since, depth=depth))
 
 
 @register.simple_tag(takes_context=True)

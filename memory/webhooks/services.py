@@ -274,7 +274,7 @@ def webhooks_dispatch(*, limit: int = 200) -> int:
         pass
     now = timezone.now()
     claimed = _claim(due_delivery_ids(now=now, limit=limit), now)
-    endpoints = {}
+    endpoints: dict[int, WebhookEndpoint] = {}
     for delivery in claimed:
         # One endpoint object per pass: its failure count (and pause) carries from one delivery to the next.
         delivery.endpoint = endpoints.setdefault(delivery.endpoint_id, delivery.endpoint)

@@ -1,11 +1,10 @@
-"""The helpers other views use to scope themselves: with_memory, scope, get_for_user_or_404."""
+"""The helpers other views use to scope themselves: memory_for_user_or_404, scope, get_for_user_or_404."""
 
 import pytest
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponse
-from django.test import RequestFactory
+from django.http import Http404
 
-from memory.access import APPROVE, CURATE, VIEW, can, scope, visible_memories, with_memory
+from memory.access import APPROVE, CURATE, VIEW, can, memory_for_user_or_404, scope, visible_memories
 from memory.models import Lesson
 from personas.models import Membership, Team
 from tests.factories import MemoryFactory, PersonaFactory, ProjectFactory, make_lesson
@@ -23,26 +22,19 @@ def two_teams(django_user_model):
     return red_memory, blue_memory, curator
 
 
-@with_memory(CURATE, kwarg="memory_pk")
-def _view(request, memory):
-    return HttpResponse(f"{memory.persona.name}")
-
-
-def test_with_memory_hands_the_view_its_memory_or_404_or_403(two_teams):
+def test_memory_for_user_or_404_gives_the_memory_or_404_or_403(two_teams):
     red, blue, curator = two_teams
-    request = RequestFactory().post("/")
-    request.user = curator
-    assert _view(request, memory_pk=red.pk).content.decode() == red.persona.name
+    assert memory_for_user_or_404(curator, pk=red.pk, action=CURATE).persona.name == red.persona.name
     with pytest.raises(Http404):
-        _view(request, memory_pk=blue.pk)  # another team's memory is not found
-    approve_only = with_memory(APPROVE, kwarg="memory_pk")(lambda request, memory: HttpResponse())
+        memory_for_user_or_404(curator, pk=blue.pk, action=CURATE)  # another team's memory is not found
     with pytest.raises(PermissionDenied):
-        approve_only(request, memory_pk=red.pk)  # their own team's, but a curator cannot approve
+        memory_for_user_or_404(curator, pk=red.pk, action=APPROVE)  # their own team's, but a curator cannot approve
 
 
 def test_scope_filters_anything_hanging_off_a_memory(two_teams):
     red, blue, curator = two_teams
-    mine, theirs = make_lesson(red, "Red lesson"), make_lesson(blue, "Blue lesson")
+    mine = make_lesson(red, "Red lesson")
+    make_lesson(blue, "Blue lesson")  # another team's: scope leaves it out
     assert list(scope(Lesson.objects.all(), curator)) == [mine]
     assert list(scope(Lesson.objects.all(), curator, APPROVE)) == []
     assert list(visible_memories(curator)) == [red]

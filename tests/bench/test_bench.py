@@ -73,7 +73,7 @@ def test_growth_benchmark_reports_each_size_and_the_growth(registry):
 
 def test_list_and_unknown_names(registry):
     assert "files" in _run("--list")
-    with pytest.raises(CommandError, match="no benchmark named nope; known: .*files"):
+    with pytest.raises(CommandError, match=r"no benchmark named nope; known: .*files"):
         _run("--only", "nope")
     with pytest.raises(CommandError, match="--scale must be a positive number"):
         _run("--scale", "0")

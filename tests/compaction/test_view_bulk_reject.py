@@ -70,3 +70,21 @@ def test_a_bad_request_says_why_and_rejects_nothing(client_for, approver, propos
 def test_viewer_cannot_reject(client_for, viewer, proposals):
     assert client_for(viewer).post(URL, {"proposal": [proposals[0].pk], "reason": "x"}).status_code == 403
     assert not CompactionProposal.objects.filter(status="rejected").exists()
+
+
+def test_the_limit_counts_every_proposal_asked_for_even_unknown_ones(client_for, approver, proposals):
+    from memory.web import BULK_LIMIT
+
+    unknown = [900_000 + i for i in range(BULK_LIMIT + 1 - 2)]
+    data = {"proposal": [proposals[0].pk, proposals[1].pk, *unknown], "reason": "Noise"}
+    page = client_for(approver).post(URL, data, follow=True).content.decode()
+    assert f"Nothing was rejected: Decide at most {BULK_LIMIT} proposals at once" in page
+    assert "no such proposal" not in page
+    assert not CompactionProposal.objects.filter(status="rejected").exists()
+
+
+def test_a_selection_of_nothing_this_person_may_decide_names_what_was_asked(client_for, approver, proposals):
+    data = {"proposal": [424242, 424243], "reason": "Noise"}
+    page = client_for(approver).post(URL, data, follow=True).content.decode()
+    assert "Nothing was rejected: Proposals 424242, 424243 do not exist or are not yours to decide." in page
+    assert "Select at least one" not in page

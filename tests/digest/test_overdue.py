@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from memory.access import EVERY_MEMORY
 from memory.review_queue import overdue, waiting_items
 from tests.digest.helpers import waiting_work
 
@@ -11,17 +12,17 @@ pytestmark = pytest.mark.django_db
 
 
 def test_items_older_than_the_setting_are_counted_as_overdue(memory, settings):
-    candidate, proposal, run = waiting_work(memory, compaction_days_ago=10, run_days_ago=2)
-    late = overdue()
+    _candidate, _proposal, _run = waiting_work(memory, compaction_days_ago=10, run_days_ago=2)
+    late = overdue(EVERY_MEMORY)
     assert late.days == 7 and late.total == 1 and late.summary == "1 compaction"
     settings.REVIEW_OVERDUE_DAYS = 1
-    assert overdue().summary == "1 compaction, 1 pipeline run to look at"
+    assert overdue(EVERY_MEMORY).summary == "1 compaction, 1 pipeline run to look at"
     assert overdue([memory.pk + 1000]).total == 0
 
 
 def test_waiting_items_come_oldest_first_with_their_links(memory):
     candidate, proposal, run = waiting_work(memory)
-    items = waiting_items()
+    items = waiting_items(EVERY_MEMORY)
     assert [item.url for item in items] == [
         f"/compactions/{proposal.pk}/",
         f"/pipeline/runs/{run.pk}/",

@@ -25,7 +25,7 @@ def test_get_is_not_allowed(client_for, approver):
 
 
 def test_plain_post_approves_and_comes_back_to_the_same_inbox_page(client_for, approver):
-    a, b, c = _pending(3)
+    a, b, _c = _pending(3)
     response = client_for(approver).post(
         URL, {"candidate": [a.pk, b.pk], "action": "approve", "next": "kind=recurring&page=1"}, follow=True
     )
@@ -85,3 +85,52 @@ def test_an_unknown_candidate_is_reported_and_the_rest_go_through(client_for, ap
         .content.decode()
     )
     assert "Approved 1 of 1" in html and "#987654: Candidate #987654 does not exist." in html
+
+
+def test_the_limit_counts_every_candidate_asked_for_even_unknown_ones(client_for, approver):
+    from memory.promotions.decisions import BULK_MAX
+
+    real = _pending(2)
+    unknown = [900_000 + i for i in range(BULK_MAX + 1 - len(real))]
+    data = {"candidate": [c.pk for c in real] + unknown, "action": "approve"}
+    client = client_for(approver)
+    html = client.post(URL, data, headers=HTMX).content.decode()
+    assert f"Nothing was decided: Decide at most {BULK_MAX} candidates at once" in html
+    assert "does not exist" not in html
+    page = client.post(URL, data, follow=True).content.decode()
+    assert f"Decide at most {BULK_MAX} candidates at once" in page
+    assert set(PromotionCandidate.objects.values_list("status", flat=True)) == {"pending"}
+    assert not PromotionBulkDecision.objects.exists()
+
+
+def _team_candidate(label):
+    from personas.models import Team
+    from tests.factories import MemoryFactory, PersonaFactory, ProjectFactory, make_lesson
+
+    team = Team.objects.create(name=f"Team {label}", slug=f"team-{label}")
+    memory = MemoryFactory(persona=PersonaFactory(team=team), project=ProjectFactory(team=team))
+    candidate = PromotionCandidate.objects.create(
+        memory=memory, text=f"Core of {label}", category="PATTERN", evidence={}, fingerprint=label, engine="offline"
+    )
+    candidate.supporting.add(make_lesson(memory, f"Retry the {label} webhook with backoff"))
+    return team, candidate
+
+
+def test_a_selection_of_nothing_this_person_may_decide_names_what_was_asked(client, django_user_model):
+    from memory.roles import ensure_role_groups
+    from personas.models import Membership
+
+    ensure_role_groups()
+    (red, _), (blue, only_read), (_, hidden) = _team_candidate("red"), _team_candidate("blue"), _team_candidate("gray")
+    lead = django_user_model.objects.create_user("lead")
+    Membership.objects.create(team=red, user=lead, role="approver")
+    Membership.objects.create(team=blue, user=lead, role="viewer")
+    client.force_login(lead)
+    data = {"candidate": [987654, only_read.pk, hidden.pk], "action": "approve"}
+    expected = f"Candidates 987654, {only_read.pk}, {hidden.pk} do not exist or are not yours to decide."
+    for response in (client.post(URL, data, headers=HTMX), client.post(URL, data, follow=True)):
+        html = response.content.decode()
+        assert "Nothing was decided: " + expected in html
+        assert "Select at least one" not in html
+    assert set(PromotionCandidate.objects.values_list("status", flat=True)) == {"pending"}
+    assert not PromotionBulkDecision.objects.exists()

@@ -1,7 +1,6 @@
 """The promotion inbox page: who can see it, what it shows, and a fixed number of queries."""
 
 from datetime import UTC, date, datetime
-from datetime import timezone as dt_timezone
 
 import pytest
 from django.urls import reverse
@@ -9,7 +8,7 @@ from django.urls import reverse
 from memory.models import PromotionCandidate
 from memory.promotions.services import promotion_detect
 from tests.factories import MemoryFactory, make_lesson
-from tests.promotions.conftest import THEME
+from tests.promotions.conftest import THEME, pending_candidates
 
 pytestmark = pytest.mark.django_db
 URL = reverse("promotions:inbox")
@@ -320,7 +319,7 @@ def test_page_size_bounds_rows_read_and_html_size(client_for, approver, monkeypa
         return sum(rows), response.content
 
     _candidates(5)
-    few_rows, few_html = read()
+    few_rows, _few_html = read()
     _candidates(20)
     many_rows, many_html = read()
     assert _cards(many_html.decode()) == 4
@@ -330,3 +329,27 @@ def test_page_size_bounds_rows_read_and_html_size(client_for, approver, monkeypa
     assert many_rows == few_rows + 2 * 20, (few_rows, many_rows)
     assert many_rows < 100
     assert len(many_html) < 1024 * 1024
+
+
+def test_a_card_waiting_past_the_overdue_mark_says_so_as_other_review_lists_do(client_for, approver, memory, settings):
+    """A fresh card and an overdue one look different, as in the compaction and run lists (REVIEW_OVERDUE_DAYS)."""
+    import re
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    for i, (text, ref) in enumerate(THEME):
+        make_lesson(memory, text, refs=ref, day=date(2026, 1, 1 + i))
+    (late,) = promotion_detect(memory=memory).created
+    (fresh,) = pending_candidates(1)
+    settings.REVIEW_OVERDUE_DAYS = 7
+    PromotionCandidate.objects.filter(pk=late.pk).update(created_at=timezone.now() - timedelta(days=8, hours=3))
+    html = client_for(approver).get(URL).content.decode()
+    late_card = html[html.index(f'id="candidate-{late.pk}"') :]
+    late_card = late_card[: late_card.index("</article>")]
+    fresh_card = html[html.index(f'id="candidate-{fresh.pk}"') :]
+    fresh_card = fresh_card[: fresh_card.index("</article>")]
+    assert re.search(r'class="waited waited-overdue" title="Waiting longer than 7 days">Waiting 1\xa0week', late_card)
+    assert "waited-overdue" not in fresh_card
+    detail = client_for(approver).get(reverse("promotions:detail", args=[late.pk])).content.decode()
+    assert "waited-overdue" in detail

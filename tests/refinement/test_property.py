@@ -63,7 +63,7 @@ def test_any_run_completes_within_limits_or_leaves_memory_untouched(db, ops, siz
             else:
                 calls.append((name, {}))
         before, chars_before = state(memory), core_chars(memory)
-        protected_before = {(l.pk, l.text) for l in lessons if l.protected}
+        protected_before = {(lesson.pk, lesson.text) for lesson in lessons if lesson.protected}
 
         run = run_with(memory, ScriptedEngine(calls))
         event(f"run {run.status}")

@@ -6,7 +6,7 @@ from django.urls import reverse
 from memory import services
 from memory.models import Change, Lesson, LessonRef, LessonStatus
 from memory.refs.services import refs_bulk_decide
-from tests.refs.test_views import drifted, ref_of  # noqa: F401  (the fixture)
+from tests.refs.test_views import ref_of
 
 pytestmark = pytest.mark.django_db
 
@@ -70,3 +70,13 @@ def test_viewer_cannot(client_for, viewer, checked_memory, drifted):
     response = client_for(viewer).post(_url(checked_memory), {"ref": [ref_of(drifted["moved"]).pk], "action": "drop"})
     assert response.status_code == 403
     assert LessonRef.objects.count() == 3
+
+
+def test_a_selection_over_the_limit_changes_nothing(client_for, curator, checked_memory, drifted):
+    from memory.web import BULK_LIMIT
+
+    refs = [ref_of(drifted["moved"]).pk, ref_of(drifted["changed"]).pk]
+    data = {"ref": [*refs, *(900_000 + i for i in range(BULK_LIMIT + 1 - 2))], "action": "drop"}
+    page = client_for(curator).post(_url(checked_memory), data, follow=True).content.decode()
+    assert f"Nothing was changed: Decide at most {BULK_LIMIT} refs at once" in page
+    assert LessonRef.objects.filter(pk__in=refs).count() == 2

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
 from memory import services
+from memory.access import EVERY_MEMORY
 from memory.models import Lesson
 from memory.review_queue import counts_by_source
 from memory.selectors import compile_memory
@@ -115,7 +116,7 @@ class World:
         if how == "append_before_replace":
             monkeypatch.setattr(engine, "_write", write)
         elif how == "append_after_replace":
-            monkeypatch.setattr(engine.os, "replace", replace)
+            monkeypatch.setattr(os, "replace", replace)
         try:
             # What the pass can see: every line in the file now, and what earlier passes saw.
             on_disk = self.file.read_text() if self.file.exists() else ""
@@ -130,7 +131,7 @@ class World:
                 )
         finally:
             monkeypatch.setattr(engine, "_write", real_write)
-            monkeypatch.setattr(engine.os, "replace", real_replace)
+            monkeypatch.setattr(os, "replace", real_replace)
         self.check(before)
 
     def check(self, visible):
@@ -146,7 +147,7 @@ class World:
             assert text in stored or any(text in line for line in held) or any(s.startswith(text) for s in stored), text
         pending = SyncConflict.objects.filter(status="pending")
         event(f"conflicts waiting: {min(pending.count(), 2)}")
-        queue = counts_by_source().get("file-conflicts", {})
+        queue = counts_by_source(EVERY_MEMORY).get("file-conflicts", {})
         assert sum(queue.values()) == pending.count()
         file_text = self.file.read_text()
         for c in pending:

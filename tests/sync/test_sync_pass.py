@@ -5,10 +5,11 @@ import os
 import pytest
 
 from memory import services
+from memory.access import EVERY_MEMORY
 from memory.models import Change, ChangeBatch, Lesson
 from memory.review_queue import pending_review_counts
 from memory.selectors import compile_memory
-from memory.sync import engine
+from memory.sync import changes, engine
 from memory.sync.models import SyncConflict, SyncedFolder
 from memory.sync.services import sync_conflict_resolve
 from tests.sync.conftest import get_memory, memory_of, nw_append, nw_rewrite, section
@@ -65,7 +66,7 @@ def test_a_second_pass_with_nothing_new_changes_no_byte_and_adds_no_row(root, sy
     def no_parse(*args, **kwargs):
         raise AssertionError("an unchanged folder was parsed")
 
-    monkeypatch.setattr(engine, "_parse", no_parse)
+    monkeypatch.setattr(changes, "parse_file", no_parse)
     report = sync()
     assert all(f.skipped for f in report.folders)
     assert _tree(root) == before and _rows() == rows
@@ -134,7 +135,7 @@ def test_a_line_a_person_changed_and_night_watch_rewrote_waits_for_a_person(root
     assert lesson.status == "active"  # the person's text is not written over
     assert "has no backoff at all" in working().read_text()  # nor is Night Watch's
     assert "fixed 2 s" not in working().read_text()
-    assert pending_review_counts() == {memory.pk: 1}
+    assert pending_review_counts(EVERY_MEMORY) == {memory.pk: 1}
     before = _tree(root)
     sync()
     assert _tree(root) == before and SyncConflict.objects.count() == 1
@@ -144,7 +145,7 @@ def test_a_line_a_person_changed_and_night_watch_rewrote_waits_for_a_person(root
     lesson.refresh_from_db()
     assert lesson.text == "The retry loop has no backoff at all"
     assert "has no backoff at all" in working().read_text()
-    assert pending_review_counts() == {}
+    assert pending_review_counts(EVERY_MEMORY) == {}
     assert get_memory(working().parent).rstrip() == compile_memory(memory).text.rstrip()
 
 
@@ -254,13 +255,13 @@ def test_an_append_to_the_old_inode_right_after_the_replace_is_taken_in(root, sy
             os.write(fd, section("2026-03-02", SECOND, category="TODO").encode())
             os.close(fd)
 
-    monkeypatch.setattr(engine.os, "replace", replace_then_late_append)
+    monkeypatch.setattr(os, "replace", replace_then_late_append)
     sync()
     assert late
     text = working().read_text()
     assert "Add jittered backoff" in text and "From the dashboard" in text
     assert _lesson(memory, "Add jittered backoff to the retry loop").status == "active"
-    monkeypatch.setattr(engine.os, "replace", real_replace)
+    monkeypatch.setattr(os, "replace", real_replace)
     before = _tree(root)
     sync()
     assert _tree(root) == before
@@ -299,3 +300,46 @@ def test_a_file_that_disappeared_is_written_again_and_no_lesson_is_deleted(root,
     sync()
     assert working().read_bytes() == before
     assert Lesson.objects.get().status == "active" and not ChangeBatch.objects.filter(kind="sync").exists()
+
+
+def test_a_first_pass_syncs_each_folder_with_the_memory_its_lines_went_to(root, sync, working):
+    # Archived personas' folders are imported after the active ones, and an archived "Dev" is kept
+    # apart from the active "Dev": each folder must still be synced with its own memory.
+    archived = root / ".archived" / "Dev-1700000000000" / "memories" / "api" / "working.md"
+    nw_append(archived, section("2026-03-01", "[DECISION] Keep the old queue"))
+    nw_append(working("Dev"), section("2026-03-01", FIRST))
+    nw_append(working("Ann"), section("2026-03-01", SECOND, category="TODO"))
+    report = sync()
+
+    memories = {s.folder: s.memory for s in SyncedFolder.objects.select_related("memory__persona")}
+    texts = {
+        ".archived/Dev-1700000000000/memories/api": "Keep the old queue",
+        "Ann/memories/api": "Add jittered backoff to the retry loop",
+        "Dev/memories/api": "The retry loop uses a fixed delay",
+    }
+    assert sorted(memories) == sorted(texts)
+    for folder, text in texts.items():
+        assert list(memories[folder].lessons.values_list("text", flat=True)) == [text]
+    assert memories[".archived/Dev-1700000000000/memories/api"].persona.archived_at is not None
+    assert memories["Dev/memories/api"].persona.archived_at is None
+    assert {f.folder: f.taken_in for f in report.folders} == dict.fromkeys(texts, 1)
+    before = _tree(root)
+    sync()
+    assert _tree(root) == before
+
+
+def test_a_conflict_on_a_core_lesson_shows_the_line_core_md_held_before(root, sync, working, admin_user):
+    core = working().with_name("core.md")
+    nw_append(core, "- [PATTERN] Idempotency keys guard every charge (promoted 2026-02-10)\n")
+    sync()
+    services.lesson_update(
+        lesson=Lesson.objects.get(text="Idempotency keys guard every charge"),
+        actor=services.Actor.for_user(admin_user),
+        text="Idempotency keys guard every charge and refund",
+    )
+    nw_rewrite(core, "- [PATTERN] Idempotency keys guard charges (promoted 2026-02-10)\n")
+    sync()
+
+    conflict = SyncConflict.objects.get()
+    assert conflict.base_line == "- [PATTERN] Idempotency keys guard every charge (promoted 2026-02-10)"
+    assert conflict.file_line == "- [PATTERN] Idempotency keys guard charges (promoted 2026-02-10)"

@@ -1,5 +1,4 @@
 from datetime import UTC, datetime
-from datetime import timezone as dt_timezone
 
 from django.utils import timezone
 

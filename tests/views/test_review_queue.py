@@ -6,6 +6,7 @@ from datetime import date, timedelta
 import pytest
 from django.utils import timezone
 
+from memory.access import EVERY_MEMORY
 from memory.compaction.services import compaction_propose
 from memory.models import CompactionProposal, PipelineRun, PromotionCandidate, RefinementRun
 from memory.promotions.services import promotion_detect
@@ -37,9 +38,9 @@ def _run(memory, status, minutes_ago):
 def test_pending_items_of_every_feature_are_counted_per_memory(memory):
     _promotion_and_compaction(memory)
     other = MemoryFactory()
-    assert pending_review_counts() == {memory.pk: 2}
+    assert pending_review_counts(EVERY_MEMORY) == {memory.pk: 2}
     assert pending_review_counts([other.pk]) == {}
-    counts = counts_by_source()
+    counts = counts_by_source(EVERY_MEMORY)
     assert counts["promotions"] == {memory.pk: 1} and counts["compactions"] == {memory.pk: 1}
 
 
@@ -48,7 +49,7 @@ def test_a_run_that_went_wrong_waits_until_a_later_run_completes(memory):
     PipelineRun.objects.create(memory=memory, status=PipelineRun.Status.FAILED)
     _run(memory, RefinementRun.Status.COMPLETED, 60)  # earlier than the rolled-back run: does not settle it
     _run(MemoryFactory(), RefinementRun.Status.DECLINED, 5)  # the model said no: nothing to look at
-    counts = counts_by_source()
+    counts = counts_by_source(EVERY_MEMORY)
     assert counts["refinement-runs"] == {memory.pk: 1}
     assert counts["pipeline-runs"] == {memory.pk: 1}
     queue = memory_queue(memory)
@@ -56,7 +57,10 @@ def test_a_run_that_went_wrong_waits_until_a_later_run_completes(memory):
     assert [item.url for item in runs.items] == [f"/refinement/runs/{rolled_back.pk}/"]
     _run(memory, RefinementRun.Status.COMPLETED, 1)
     PipelineRun.objects.create(memory=memory, status=PipelineRun.Status.COMPLETED)
-    assert counts_by_source()["refinement-runs"] == {} and counts_by_source()["pipeline-runs"] == {}
+    assert (
+        counts_by_source(EVERY_MEMORY)["refinement-runs"] == {}
+        and counts_by_source(EVERY_MEMORY)["pipeline-runs"] == {}
+    )
 
 
 def test_home_lists_each_kind_with_its_link_and_the_badge_agrees(client_for, viewer, memory):
@@ -69,14 +73,24 @@ def test_home_lists_each_kind_with_its_link_and_the_badge_agrees(client_for, vie
     assert re.search(r'href="/refinement/"><strong>1</strong> refinement run to look at</a>', panel)
     # The memory's cell says the same, kind by kind.
     assert 'data-review="promotions">1 promotion<' in html and 'data-review="compactions">1 compaction<' in html
-    # The nav's Memories badge is the total; the Promotions badge counts promotions only.
+    # The total waiting is a link of its own to the queue that says what it counts ("3 to review"), not a
+    # number beside Memories that reads as a count of memories; the Promotions badge counts promotions only.
     nav = html[html.index('aria-label="Main"') : html.index("</nav>", html.index('aria-label="Main"'))]
+    assert re.search(r'aria-current="page">Memories</a>', nav)
     assert re.search(
-        r"Memories <span class=\"badge badge-accent\" title=\"Waiting for review: 1 promotion, 1 compaction, "
-        r"1 refinement run to look at\">3<",
+        r'<a class="nav-review" href="/#review-heading" title="Waiting for review: 1 promotion, 1 compaction, '
+        r'1 refinement run to look at"><span class="badge badge-accent">3</span> to review</a>',
         nav,
     )
     assert re.search(r'id="promotions-badge"[^>]*>1</span>', nav)
+    # The phone's closed menu says it too.
+    toggle = html[html.index('class="menu-toggle"') : html.index("</summary>")]
+    assert re.search(r'<span class="badge badge-accent">3</span> to review', toggle)
+
+
+def test_with_nothing_waiting_the_nav_shows_no_review_count(client_for, viewer, memory):
+    html = client_for(viewer).get("/").content.decode()
+    assert "nav-review" not in html and "to review" not in html[: html.index("</header>")]
 
 
 def test_memory_page_links_every_item(client_for, viewer, memory):
@@ -108,7 +122,7 @@ def test_an_approver_marks_a_run_as_looked_at_and_it_leaves_the_queue(client_for
     assert response.status_code == 302
     response = client.post(reverse("pipeline:run-looked-at", args=[failed.pk]), HTTP_HX_REQUEST="true")
     assert response["HX-Redirect"] == reverse("pipeline:run", args=[failed.pk])
-    counts = counts_by_source()
+    counts = counts_by_source(EVERY_MEMORY)
     assert counts["refinement-runs"] == {} and counts["pipeline-runs"] == {}
     rolled_back.refresh_from_db()
     assert rolled_back.looked_by == approver

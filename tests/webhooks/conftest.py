@@ -58,3 +58,7 @@ def deliver():
 
 def body(request_headers_and_body):
     return json.loads(request_headers_and_body)
+
+
+# The refs tests' fixtures (a real git checkout whose lines move under a memory's refs).
+from tests.refs.conftest import checked_memory, checked_project, drifted, repo  # noqa: E402, F401

@@ -117,3 +117,12 @@ def conflict_in_team(receiver, tmp_path, admin_user):
     nw_rewrite(working, working.read_text().replace("uses a fixed delay", "has no backoff"))
     sync_pass(root)
     return SyncConflict.objects.get(), admin_user
+
+
+def test_refs_that_begin_to_need_a_look_wait_as_one_event_per_memory(receiver, deliver, drifted):
+    from memory.models import WebhookEvent
+
+    (event,) = WebhookEvent.objects.filter(type="review.waiting", data__items__0__kind="refs to review")
+    memory_id = next(iter(drifted.values())).memory_id
+    assert event.memory_id == memory_id and event.data["count"] == 2  # one moved, one changed
+    assert event.data["items"][0]["url"].endswith("?refs=review")

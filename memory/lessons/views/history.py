@@ -4,7 +4,7 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.template.defaultfilters import pluralize
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -12,12 +12,12 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from memory import services
-from memory.access import CURATE, can, ensure_visible, get_for_user_or_404
+from memory.access import APPROVE, CURATE, can, ensure_visible, get_for_user_or_404
 from memory.lessons.addressing import resolve_memory
 from memory.lessons.selectors import change_counts, cited_entries, lesson_changes, lesson_with_context, memory_batches
 from memory.models import Change, ChangeBatch, Lesson
 from memory.rendering import snapshot_diff
-from memory.roles import APPROVE, curator_required, viewer_required
+from memory.roles import curator_required, viewer_required
 from memory.services import RevertError
 from memory.web import actor_for, error_messages, reason_from, safe_next
 

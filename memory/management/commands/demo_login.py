@@ -5,6 +5,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 
+from memory.access import Role
 from memory.roles import ensure_role_groups
 
 DEMO_USERNAME = "demo"
@@ -32,7 +33,7 @@ class Command(BaseCommand):
         user.is_staff = True
         user.is_superuser = True
         user.save()
-        user.groups.add(Group.objects.get(name="approver"))
+        user.groups.add(Group.objects.get(name=Role.APPROVER))
         url = options["url"].rstrip("/") + "/"
         self.stdout.write(
             f"{'Created' if created else 'Reset'} the demo login.\n"

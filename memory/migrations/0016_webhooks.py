@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memory', '0014_list_page_indexes'),
+        ('memory', '0015_sso'),
         ('personas', '0006_avatar_help_says_initials'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
