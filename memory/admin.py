@@ -471,3 +471,4 @@ class LLMCallAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
 
 
 from memory.sso import admin as sso_admin  # noqa: E402, F401  (registers the single sign-on pages)
+from memory.webhooks import admin as webhooks_admin  # noqa: E402, F401  (endpoints and their delivery log)

@@ -10,6 +10,7 @@ from memory.refinement.tasks import *  # noqa: F403
 from memory.reflection.tasks import *  # noqa: F403
 from memory.refs.tasks import *  # noqa: F403
 from memory.sync.tasks import *  # noqa: F403
+from memory.webhooks.tasks import *  # noqa: F403
 
 # Names tasks had before every task was named memory.<feature>.<verb>. Nothing queues them any
 # more; a message queued under one before an upgrade still runs, as the task it was renamed to.

@@ -289,6 +289,22 @@ CELERY_BEAT_SCHEDULE = {
 # waiting too long on the home page.
 REVIEW_OVERDUE_DAYS = env_int("REVIEW_OVERDUE_DAYS", 7, minimum=1)
 
+# Webhooks and Slack: beat sends new events and the retries that are due, and once a day the
+# overdue items. Receivers on private, loopback or link-local addresses are refused unless this is
+# on (loopback is allowed with DEBUG); http:// is accepted only then too.
+WEBHOOKS_ALLOW_PRIVATE = env_bool("WEBHOOKS_ALLOW_PRIVATE", False)
+# An endpoint is paused after this many failed attempts in a row; its team's approvers are told.
+WEBHOOKS_PAUSE_AFTER = env_int("WEBHOOKS_PAUSE_AFTER", 20, minimum=1)
+# How long a receiver has to answer one delivery; redirects are never followed.
+WEBHOOKS_TIMEOUT_SECONDS = 5
+# A worker holds a delivery this long while it sends it; one that dies leaves it to the next pass then.
+WEBHOOKS_LEASE_SECONDS = env_int("WEBHOOKS_LEASE_SECONDS", 60, minimum=1)
+CELERY_BEAT_SCHEDULE["webhooks-send"] = {"task": "memory.webhooks.dispatch", "schedule": 10.0}
+CELERY_BEAT_SCHEDULE["webhooks-overdue-daily"] = {
+    "task": "memory.webhooks.record_overdue",
+    "schedule": crontab(hour=REVIEW_DIGEST_HOUR, minute=5),
+}
+
 # Email (the daily review digest). The console backend prints messages, so a fresh machine sends
 # nothing; set EMAIL_HOST (and EMAIL_BACKEND is then SMTP) in production.
 EMAIL_HOST = env_str("EMAIL_HOST", "")

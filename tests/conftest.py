@@ -126,3 +126,18 @@ def client_for(client):
         return client
 
     return make
+
+
+@pytest.fixture
+def team_memory(db):
+    """make(label) -> a memory of a team of its own."""
+
+    from personas.models import Team
+
+    def make(label):
+        team = Team.objects.create(name=f"Team {label}", slug=label)
+        persona = PersonaFactory(name=f"Persona-{label}", team=team)
+        project = ProjectFactory(name=f"Project {label}", slug=f"project-{label}", team=team)
+        return MemoryFactory(persona=persona, project=project)
+
+    return make

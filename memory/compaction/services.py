@@ -17,6 +17,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Prefetch
+from django.urls import reverse
 from django.utils import timezone
 
 from memory import services
@@ -49,6 +50,7 @@ from memory.models import (
     Tier,
 )
 from memory.selectors import active_lessons, with_refs
+from memory.signals import review_event
 from memory.textcheck import check_text
 
 if TYPE_CHECKING:
@@ -220,6 +222,8 @@ def compaction_store_draft(
                 recomputed_from=recomputed_from,
             )
             _store_draft(proposal, draft)
+            if proposal.status == CompactionProposal.Status.PENDING:
+                _review_event("review.waiting", [proposal])
     except IntegrityError:
         raise CompactionError("Another compaction proposal for this memory became pending meanwhile.") from None
     return proposal
@@ -306,8 +310,38 @@ def compaction_line_update(
     return line
 
 
+def _review_event(
+    event_type: str,
+    proposals: list[CompactionProposal],
+    *,
+    decision: str | None = None,
+    actor: services.Actor | None = None,
+) -> None:
+    """The event a team hears: a proposal waits, or proposals (of one memory or several) were decided."""
+    memory_ids = {p.memory_id for p in proposals}
+    data = {
+        "count": len(proposals),
+        "items": [
+            {"kind": "compaction", "id": p.pk, "url": reverse("compaction-detail", args=[p.pk])} for p in proposals
+        ],
+    }
+    if decision and actor is not None:
+        data.update(decision=decision, by=actor.label)
+    # One memory: the team is read when the event is sent. Several (a bulk decision, one team's).
+    one_memory = len(memory_ids) == 1
+    review_event.send(
+        sender=CompactionProposal,
+        event_type=event_type,
+        memory_id=proposals[0].memory_id if one_memory else None,
+        team_id=None if one_memory else proposals[0].memory.project.team_id,
+        data=data,
+    )
+
+
 @transaction.atomic
-def compaction_reject(*, proposal: CompactionProposal, actor: services.Actor, reason: str | None) -> CompactionProposal:
+def compaction_reject(
+    *, proposal: CompactionProposal, actor: services.Actor, reason: str | None, announce: bool = True
+) -> CompactionProposal:
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError("Say why the proposal is rejected.")
@@ -320,6 +354,8 @@ def compaction_reject(*, proposal: CompactionProposal, actor: services.Actor, re
     proposal.decided_by = _person(actor)
     proposal.decided_at = timezone.now()
     proposal.save()
+    if announce:
+        _review_event("review.decided", [proposal], decision="rejected", actor=actor)
     return proposal
 
 
@@ -337,14 +373,14 @@ def compaction_bulk_reject(
     if not reason:
         raise ValidationError("Say why the proposals are rejected.")
     check_text(reason, field="reason", multiline=True, max_chars=services.REASON_MAX_CHARS)
-    found = {p.pk: p for p in CompactionProposal.objects.filter(pk__in=ids)}
+    found = {p.pk: p for p in CompactionProposal.objects.filter(pk__in=ids).select_related("memory__project")}
     outcome: dict[str, list[Any]] = {"rejected": [], "refused": []}
     for pk in ids:
         if pk not in found:
             outcome["refused"].append({"id": pk, "message": f"Proposal #{pk} does not exist."})
             continue
         try:
-            compaction_reject(proposal=found[pk], actor=actor, reason=reason)
+            compaction_reject(proposal=found[pk], actor=actor, reason=reason, announce=False)
         except CompactionError as exc:
             now = CompactionProposal.objects.select_related("decided_by").get(pk=pk)
             who = f" by {now.decided_by.get_username()}" if now.decided_by is not None else ""
@@ -356,6 +392,13 @@ def compaction_bulk_reject(
             )
         else:
             outcome["rejected"].append(pk)
+    rejected = [found[pk] for pk in outcome["rejected"]]
+    by_team: dict[int | None, list[CompactionProposal]] = {}
+    for proposal in rejected:
+        by_team.setdefault(proposal.memory.project.team_id, []).append(proposal)
+    with transaction.atomic():
+        for proposals in by_team.values():  # one event per team: an endpoint never sees another team's items
+            _review_event("review.decided", proposals, decision="rejected", actor=actor)
     return outcome
 
 
@@ -391,6 +434,7 @@ def compaction_apply(*, proposal: CompactionProposal, actor: services.Actor) -> 
             proposal.save(update_fields=["status", "reason", "decided_at"])
         else:
             batch = _apply_locked(proposal, memory, lessons, actor)
+            _review_event("review.decided", [proposal], decision="applied", actor=actor)
     if changes:
         raise StaleProposal(f"{proposal.reason} Recompute the proposal from the memory as it is now.")
     return batch

@@ -23,6 +23,7 @@ from memory.jobs import enqueue_on_commit
 from memory.models import ChangeBatch, Interaction, Memory, PipelineRun
 from memory.pipeline import phases
 from memory.pipeline.transcripts import parse_pasted_transcript
+from memory.review_queue import announce_run
 from memory.textcheck import text_problem
 
 MAX_TURNS = 12
@@ -46,12 +47,18 @@ def pipeline_sweep(*, memory_id: int | None = None) -> int:
     stuck = PipelineRun.objects.filter(status=PipelineRun.Status.RUNNING, heartbeat_at__lt=cutoff)
     if memory_id is not None:
         stuck = stuck.filter(memory_id=memory_id)
-    return stuck.update(
-        status=PipelineRun.Status.FAILED,
-        finished_at=timezone.now(),
-        error=f"No progress for {settings.PIPELINE_HEARTBEAT_TIMEOUT} s: the worker running it stopped. "
-        "Anything it stored is in its batch and can be reverted from the memory's history.",
-    )
+    with transaction.atomic():
+        failed = list(stuck.select_for_update())
+        PipelineRun.objects.filter(pk__in=[run.pk for run in failed], status=PipelineRun.Status.RUNNING).update(
+            status=PipelineRun.Status.FAILED,
+            finished_at=timezone.now(),
+            error=f"No progress for {settings.PIPELINE_HEARTBEAT_TIMEOUT} s: the worker running it stopped. "
+            "Anything it stored is in its batch and can be reverted from the memory's history.",
+        )
+        for run in failed:
+            run.status = PipelineRun.Status.FAILED
+            announce_run(run, "review.waiting")
+    return len(failed)
 
 
 @transaction.atomic
@@ -98,7 +105,10 @@ class _Progress:
         values["heartbeat_at"] = timezone.now()
         for key, value in values.items():
             setattr(self.run, key, value)
-        PipelineRun.objects.filter(pk=self.run.pk).update(**values)
+        with transaction.atomic():
+            PipelineRun.objects.filter(pk=self.run.pk).update(**values)
+            if values.get("status") == PipelineRun.Status.FAILED:
+                announce_run(self.run, "review.waiting")
 
     def bump(self, **deltas: int) -> None:
         updates: dict[str, Any] = {}

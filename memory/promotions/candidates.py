@@ -7,7 +7,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from django.urls import reverse
+
 from memory.models import Lesson, Memory, PromotionCandidate
+from memory.signals import review_event
 
 if TYPE_CHECKING:
     from memory.promotions.detection import Group
@@ -75,4 +78,17 @@ def insert_candidates(memory: Memory, candidates: list[PromotionCandidate], now:
         [Through(promotioncandidate_id=c.pk, lesson_id=i) for c in created for i in c.evidence["lessons"]],
         batch_size=2000,
     )
+    if created:
+        review_event.send(
+            sender=PromotionCandidate,
+            event_type="review.waiting",
+            memory_id=memory.pk,
+            data={
+                "count": len(created),
+                "items": [
+                    {"kind": "promotion", "id": c.pk, "url": reverse("promotions:detail", args=[c.pk])} for c in created
+                ],
+            },
+            lesson_texts={str(c.pk): c.text for c in created},
+        )
     return created

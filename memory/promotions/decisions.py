@@ -8,6 +8,7 @@ from typing import Any, cast
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from memory import services
@@ -26,6 +27,7 @@ from memory.models import (
 from memory.promotions.candidates import PromotionError, Status, from_reflector
 from memory.promotions.detection_runs import promotion_detect_request
 from memory.promotions.selectors import core_usage_after
+from memory.signals import review_event
 from memory.textcheck import check_text
 
 
@@ -193,6 +195,8 @@ def promotion_approve(
         raise AlreadyDecided("This promotion was already decided by someone else.")
     services.memory_bump_version(memory)
     candidate.refresh_from_db()
+    if bulk is None:
+        _decided_event([candidate], "approved", actor)
     usage = core_usage_after(memory)
     return ApprovalResult(candidate=candidate, core_lesson=core, core_chars=usage, core_budget=memory.core_char_budget)
 
@@ -218,7 +222,36 @@ def promotion_reject(
     candidate.reason = reason
     candidate.bulk = bulk
     candidate.save(update_fields=["status", "decided_by", "decided_by_label", "decided_at", "reason", "bulk"])
+    if bulk is None:
+        _decided_event([candidate], "rejected", actor)
     return candidate
+
+
+def _decided_event(candidates: list[PromotionCandidate], decision: str, actor: services.Actor) -> None:
+    """One review.decided event per team listing the candidates decided (one for a single decision,
+    one for a bulk decision within a team); an endpoint of one team never sees another team's items.
+    Single decisions name their memory; the team is then read when the event is sent."""
+    groups: dict[int | None, list[PromotionCandidate]] = {}
+    for candidate in candidates:
+        key = candidate.memory.project.team_id if len(candidates) > 1 else None
+        groups.setdefault(key, []).append(candidate)
+    for team_id, decided in groups.items():
+        memory_ids = {c.memory_id for c in decided}
+        review_event.send(
+            sender=PromotionCandidate,
+            event_type="review.decided",
+            memory_id=decided[0].memory_id if len(memory_ids) == 1 else None,
+            team_id=team_id,
+            data={
+                "decision": decision,
+                "by": actor.label,
+                "count": len(decided),
+                "items": [
+                    {"kind": "promotion", "id": c.pk, "url": reverse("promotions:detail", args=[c.pk])} for c in decided
+                ],
+            },
+            lesson_texts={str(c.pk): c.text for c in decided},
+        )
 
 
 def _clean_reject_reason(reason: str | None) -> str:
@@ -276,7 +309,7 @@ def promotion_bulk_decide(
         requested=ids,
     )
     outcome = BulkOutcome(bulk=bulk)
-    found = {c.pk: c for c in PromotionCandidate.objects.filter(pk__in=ids).select_related("memory")}
+    found = {c.pk: c for c in PromotionCandidate.objects.filter(pk__in=ids).select_related("memory__project")}
     to_refresh: dict[int, Memory] = {}
     for pk in ids:
         candidate = found.get(pk)
@@ -297,8 +330,11 @@ def promotion_bulk_decide(
             outcome.refused.append({"id": pk, "message": " ".join(exc.messages)})
         else:
             outcome.decided.append(pk)
-    bulk.outcome = outcome.as_json()
-    bulk.save(update_fields=["outcome"])
+    with transaction.atomic():
+        bulk.outcome = outcome.as_json()
+        bulk.save(update_fields=["outcome"])
+        if outcome.decided:
+            _decided_event([found[pk] for pk in outcome.decided], "rejected" if reject else "approved", actor)
     for memory in to_refresh.values():
         # As after a single approval that needs review: an up-to-date proposal to look at.
         promotion_detect_request(memory=memory)

@@ -11,6 +11,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
+from django.urls import reverse
 from django.utils import timezone
 
 from memory import services
@@ -20,6 +21,7 @@ from memory.refs.checker import Anchor, check_anchors
 from memory.refs.git import CheckoutUnavailable, Repository, has_checkout_configured
 from memory.refs.models import NEEDS_REVIEW, RefStatus
 from memory.refs.parsing import Ref
+from memory.signals import review_event
 from personas.models import Project
 
 log = logging.getLogger(__name__)
@@ -145,11 +147,14 @@ def _save_outcomes(rows, outcomes, head):
     stamp = connection.ops.adapt_datetimefield_value(now)  # for the raw UPDATE below
     still_valid, changed, touched = [], [], set()
     counts: dict[str, int] = {}
+    newly_waiting: dict[int, int] = {}  # memory id: refs that began to need a person's look
     for row in rows:
         outcome = outcomes[row["id"]]
         counts[outcome.status] = counts.get(outcome.status, 0) + 1
         if (row["status"] in NEEDS_REVIEW) != (outcome.status in NEEDS_REVIEW):
             touched.add(row["lesson__memory_id"])
+            if outcome.status in NEEDS_REVIEW:
+                newly_waiting[row["lesson__memory_id"]] = newly_waiting.get(row["lesson__memory_id"], 0) + 1
         if outcome.status == RefStatus.VALID and not outcome.fingerprint and row["status"] == RefStatus.VALID:
             still_valid.append(row["id"])
             continue
@@ -189,6 +194,23 @@ def _save_outcomes(rows, outcomes, head):
     if touched:
         # Compiled memory marks stale refs: the memories' versions go up and their caches go.
         services.memories_bump_version(touched)
+    for memory_id, n in newly_waiting.items():
+        review_event.send(
+            sender=RefAnchor,
+            event_type="review.waiting",
+            memory_id=memory_id,
+            data={
+                "count": n,
+                "items": [
+                    {
+                        "kind": "refs to review",
+                        "id": memory_id,
+                        "count": n,
+                        "url": reverse("memory_detail", args=[memory_id]) + "?refs=review",
+                    }
+                ],
+            },
+        )
     return counts
 
 
