@@ -52,6 +52,14 @@ def pytest_configure(config):
             if alias.get("BACKEND", "").endswith("RedisCache"):
                 alias["LOCATION"] = url
 
+    # Hundreds of tests create users and log in: with Django's default hasher (PBKDF2, a million
+    # rounds) each password costs a fifth of a second of CPU. No test is about the hash itself; the
+    # configured hashers stay listed, so a password stored with one of them still checks.
+    django_settings.PASSWORD_HASHERS = [
+        "django.contrib.auth.hashers.MD5PasswordHasher",
+        *django_settings.PASSWORD_HASHERS,
+    ]
+
     # Memory versions cached in files must not outlive a test database (ids start again each run).
     versions = django_settings.CACHES.get("versions", {})
     if versions.get("BACKEND", "").endswith(("FileBasedCache", "SharedFileCache")):
