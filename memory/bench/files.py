@@ -188,7 +188,11 @@ def run(bench):
         bench.figure("export ÷ reference (wall)", seconds / reference, unit="×", target=1.2)
         bench.figure("export ÷ reference (cpu)", bench.last_cpu / reference_cpu, unit="×", target=1.2)
 
-    # One memory of 10,000 lessons: 1,000 core and 9,000 working, compiled uncached.
+    _compile_big_memory(bench, actor)
+
+
+def _compile_big_memory(bench, actor):
+    """One memory of 10,000 lessons: 1,000 core and 9,000 working, compiled uncached."""
     big = bench.tmpdir / "big"
     generate_tree(
         big, personas=1, projects=1, core_per_memory=bench.scaled(1_000), working_per_memory=bench.scaled(9_000), seed=7

@@ -297,3 +297,54 @@ def with_working_counts(memories: Iterable[Memory]) -> list[Memory]:
         memory.working_count = working.get(memory.pk, 0)  # type: ignore[attr-defined]  # set for the page only
         memory.pending_count = pending.get(memory.pk, 0)  # type: ignore[attr-defined]
     return memories
+
+
+def working_lessons(memory: Memory) -> list[Lesson]:
+    return active_lessons(memory, Tier.WORKING)
+
+
+def compaction_needed(memory: Memory, lessons: list[Lesson] | None = None) -> str:
+    """Why working memory needs compacting ('' when it does not): over its line limit or its char budget."""
+    budget = working_budget(memory, lessons)
+    if budget.over_lines:
+        return f"{budget.lessons} working lessons, over the limit of {budget.max_lines}"
+    if budget.over_chars:
+        return f"working.md is {budget.chars} characters, over the budget of {budget.char_budget}"
+    return ""
+
+
+def over_limits_explanation(memory: Memory) -> str:
+    """Why working memory is still over its limits after a compaction ('' when it is within them)."""
+    lessons = working_lessons(memory)
+    detail = compaction_needed(memory, lessons)
+    if not detail:
+        return ""
+    why = [
+        f"a compaction aims at {memory.compaction_target_lines} lines; it does not shorten lines to fit the "
+        f"{memory.working_char_budget}-character budget"
+    ]
+    must_keep = [lesson for lesson in lessons if lesson.is_must_keep]
+    if must_keep:
+        chars = len(render_working(with_refs(must_keep)))
+        why.append(
+            f"{len(must_keep)} protected or critical lesson{'s' if len(must_keep) != 1 else ''} "
+            f"({chars} characters) are never dropped"
+        )
+    applied = (
+        CompactionProposal.objects.filter(memory=memory, status=CompactionProposal.Status.APPLIED)
+        .order_by("-id")
+        .first()
+    )
+    if applied is not None:
+        since = (
+            Lesson.objects.filter(pk__in=[lesson.pk for lesson in lessons])
+            .exclude(pk__in=applied.input_lesson_ids)
+            .exclude(changes__batch_id=applied.apply_batch_id)
+            .count()
+        )
+        if since:
+            why.append(
+                f"{since} lesson{'s were' if since != 1 else ' was'} written after the proposal was made "
+                "and kept as they are"
+            )
+    return f"{detail}. Why: " + "; ".join(why) + "."

@@ -31,7 +31,7 @@ from memory.compaction.draft import (
 )
 from memory.compaction.llm import compact_with_model
 from memory.compaction.offline import compact_offline
-from memory.compaction.selectors import working_budget
+from memory.compaction.selectors import compaction_needed, working_lessons
 from memory.compaction.staleness import covered_changes, fingerprints, stale_reason
 from memory.engines.base import Engine, EngineError
 from memory.engines.registry import engine_config, get_engine
@@ -49,7 +49,7 @@ from memory.models import (
     Relevance,
     Tier,
 )
-from memory.selectors import active_lessons, with_refs
+from memory.selectors import with_refs
 from memory.signals import review_event
 from memory.textcheck import check_text
 
@@ -70,57 +70,6 @@ class StaleProposal(CompactionError):
 def _person(actor: services.Actor) -> "User | None":
     """The user behind an action (None for a job or an agent)."""
     return cast("User | None", actor.user)  # Actor.user is declared as a plain object
-
-
-def working_lessons(memory: Memory) -> list[Lesson]:
-    return active_lessons(memory, Tier.WORKING)
-
-
-def compaction_needed(memory: Memory, lessons: list[Lesson] | None = None) -> str:
-    """Why working memory needs compacting ('' when it does not): over its line limit or its char budget."""
-    budget = working_budget(memory, lessons)
-    if budget.over_lines:
-        return f"{budget.lessons} working lessons, over the limit of {budget.max_lines}"
-    if budget.over_chars:
-        return f"working.md is {budget.chars} characters, over the budget of {budget.char_budget}"
-    return ""
-
-
-def over_limits_explanation(memory: Memory) -> str:
-    """Why working memory is still over its limits after a compaction ('' when it is within them)."""
-    lessons = working_lessons(memory)
-    detail = compaction_needed(memory, lessons)
-    if not detail:
-        return ""
-    why = [
-        f"a compaction aims at {memory.compaction_target_lines} lines; it does not shorten lines to fit the "
-        f"{memory.working_char_budget}-character budget"
-    ]
-    must_keep = [lesson for lesson in lessons if lesson.is_must_keep]
-    if must_keep:
-        chars = len(render_working(with_refs(must_keep)))
-        why.append(
-            f"{len(must_keep)} protected or critical lesson{'s' if len(must_keep) != 1 else ''} "
-            f"({chars} characters) are never dropped"
-        )
-    applied = (
-        CompactionProposal.objects.filter(memory=memory, status=CompactionProposal.Status.APPLIED)
-        .order_by("-id")
-        .first()
-    )
-    if applied is not None:
-        since = (
-            Lesson.objects.filter(pk__in=[lesson.pk for lesson in lessons])
-            .exclude(pk__in=applied.input_lesson_ids)
-            .exclude(changes__batch_id=applied.apply_batch_id)
-            .count()
-        )
-        if since:
-            why.append(
-                f"{since} lesson{'s were' if since != 1 else ' was'} written after the proposal was made "
-                "and kept as they are"
-            )
-    return f"{detail}. Why: " + "; ".join(why) + "."
 
 
 def _compute_draft(memory: Memory, lessons: list[Lesson], engine: Engine | None) -> tuple[Draft, str, str]:

@@ -11,17 +11,15 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from memory.access import APPROVE, can, ensure_visible, get_for_user_or_404, memory_for_user_or_404, scope
 from memory.compaction import selectors
+from memory.compaction.selectors import compaction_needed, over_limits_explanation, working_lessons
 from memory.compaction.services import (
     CompactionError,
     compaction_apply,
     compaction_bulk_reject,
     compaction_line_update,
     compaction_mark_stale,
-    compaction_needed,
     compaction_reject,
     compaction_revert,
-    over_limits_explanation,
-    working_lessons,
 )
 from memory.compaction.staleness import covered_changes
 from memory.formats.lines import render_working

@@ -7,12 +7,12 @@ from django.core.exceptions import ValidationError
 
 from memory import services
 from memory.api.services import agent_lessons_append
+from memory.compaction.selectors import over_limits_explanation
 from memory.compaction.services import (
     StaleProposal,
     compaction_apply,
     compaction_propose,
     compaction_revert,
-    over_limits_explanation,
 )
 from memory.formats.exporter import render_memory_files
 from memory.models import AgentToken, ChangeBatch, CompactionProposal, Lesson, LessonConfirmation

@@ -2,7 +2,7 @@
 
 import pytest
 
-from memory.compaction.services import compaction_needed
+from memory.compaction.selectors import compaction_needed
 from memory.models import CompactionProposal
 from memory.signals import working_lessons_added
 from tests.factories import make_lesson
