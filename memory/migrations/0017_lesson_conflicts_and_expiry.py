@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memory', '0014_list_page_indexes'),
+        ('memory', '0016_webhooks'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
