@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from memory import services
@@ -22,6 +23,29 @@ from memory.models import (
     Memory,
     conflict_fingerprint,
 )
+from memory.signals import review_event
+
+
+def _announce(event_type: str, conflicts: list[LessonConflict], *, decision: str = "", by: str = "") -> None:
+    """The event a team hears (an outbox row in the caller's transaction): conflicts of one memory
+    wait, or conflicts were decided. Lesson text goes only to endpoints that ask for it."""
+    memory_ids = {c.memory_id for c in conflicts}
+    data: dict = {
+        "count": len(conflicts),
+        "items": [
+            {"kind": "conflict", "id": c.pk, "relation": c.relation, "url": reverse("conflicts:detail", args=[c.pk])}
+            for c in conflicts
+        ],
+    }
+    if decision:
+        data.update(decision=decision, by=by)
+    review_event.send(
+        sender=LessonConflict,
+        event_type=event_type,
+        memory_id=conflicts[0].memory_id if len(memory_ids) == 1 else None,
+        team_id=None if len(memory_ids) == 1 else conflicts[0].memory.project.team_id,
+        data=data,
+    )
 
 
 def _active_lessons(memory: Memory) -> list:
@@ -62,6 +86,8 @@ def conflicts_detect(*, memory: Memory, lesson_ids: Iterable[int] | None = None)
             )
         )
     LessonConflict.objects.bulk_create(conflicts)
+    if conflicts and conflicts[0].pk is not None:
+        _announce("review.waiting", conflicts)
 
     candidates = [by_id[i] for i in (new_ids if new_ids is not None else by_id)]
     candidates = [lesson for lesson in candidates if lesson.expires_on is None and not lesson.expires_when]
@@ -86,10 +112,14 @@ def conflicts_detect(*, memory: Memory, lesson_ids: Iterable[int] | None = None)
     return len(conflicts), len(proposals)
 
 
-def _decide(conflict: LessonConflict, *, status: str, decision: str, user, batch=None) -> LessonConflict:
+def _decide(
+    conflict: LessonConflict, *, status: str, decision: str, actor: services.Actor, batch=None, announce: bool = True
+) -> LessonConflict:
     conflict.status, conflict.decision, conflict.batch = status, decision, batch
-    conflict.decided_by, conflict.decided_at = user, timezone.now()
+    conflict.decided_by, conflict.decided_at = actor.user, timezone.now()
     conflict.save(update_fields=["status", "decision", "batch", "decided_by", "decided_at"])
+    if announce:
+        _announce("review.decided", [conflict], decision=decision.replace("_", " "), by=actor.label)
     return conflict
 
 
@@ -101,7 +131,9 @@ def _locked_pending(conflict: LessonConflict) -> LessonConflict:
 
 
 @transaction.atomic
-def conflict_keep_newer(*, conflict: LessonConflict, actor: services.Actor, reason: str = "") -> LessonConflict:
+def conflict_keep_newer(
+    *, conflict: LessonConflict, actor: services.Actor, reason: str = "", announce: bool = True
+) -> LessonConflict:
     """The newer lesson holds: the older is retired as superseded by it, in one revertible batch."""
     conflict = _locked_pending(conflict)
     batch = services.batch_create(
@@ -112,11 +144,20 @@ def conflict_keep_newer(*, conflict: LessonConflict, actor: services.Actor, reas
         reason=reason,
     )
     services.lesson_supersede(lesson=conflict.older, superseded_by=conflict.newer, actor=actor, batch=batch)
-    return _decide(conflict, status=LessonConflict.Status.RESOLVED, decision="keep_newer", user=actor.user, batch=batch)
+    return _decide(
+        conflict,
+        status=LessonConflict.Status.RESOLVED,
+        decision="keep_newer",
+        actor=actor,
+        batch=batch,
+        announce=announce,
+    )
 
 
 @transaction.atomic
-def conflict_keep_older(*, conflict: LessonConflict, actor: services.Actor, reason: str = "") -> LessonConflict:
+def conflict_keep_older(
+    *, conflict: LessonConflict, actor: services.Actor, reason: str = "", announce: bool = True
+) -> LessonConflict:
     """The older lesson holds: the newer is deleted (softly, restorable), in one revertible batch."""
     conflict = _locked_pending(conflict)
     batch = services.batch_create(
@@ -127,14 +168,23 @@ def conflict_keep_older(*, conflict: LessonConflict, actor: services.Actor, reas
         reason=reason,
     )
     services.lesson_delete(lesson=conflict.newer, actor=actor, batch=batch)
-    return _decide(conflict, status=LessonConflict.Status.RESOLVED, decision="keep_older", user=actor.user, batch=batch)
+    return _decide(
+        conflict,
+        status=LessonConflict.Status.RESOLVED,
+        decision="keep_older",
+        actor=actor,
+        batch=batch,
+        announce=announce,
+    )
 
 
 @transaction.atomic
-def conflict_keep_both(*, conflict: LessonConflict, actor: services.Actor) -> LessonConflict:
+def conflict_keep_both(*, conflict: LessonConflict, actor: services.Actor, announce: bool = True) -> LessonConflict:
     """Both lessons hold: the conflict is dismissed and its pair (by fingerprint) never proposed again."""
     conflict = _locked_pending(conflict)
-    conflict = _decide(conflict, status=LessonConflict.Status.DISMISSED, decision="keep_both", user=actor.user)
+    conflict = _decide(
+        conflict, status=LessonConflict.Status.DISMISSED, decision="keep_both", actor=actor, announce=announce
+    )
     services.memory_bump_version(conflict.memory)  # the older line is no longer marked
     return conflict
 
@@ -158,13 +208,18 @@ def conflicts_bulk_decide(
     service = DECISIONS.get(decision)
     if service is None:
         raise ValidationError("Choose keep the newer, keep the older or keep both.")
-    decided, refused = 0, []
+    done: list[LessonConflict] = []
+    refused: list[str] = []
     for conflict in conflicts:
         kwargs = {} if service is conflict_keep_both else {"reason": reason}
         try:
-            service(conflict=conflict, actor=actor, **kwargs)
+            done.append(service(conflict=conflict, actor=actor, announce=False, **kwargs))
         except (ValidationError, PermissionDenied) as exc:
             refused.append(f"Conflict {conflict.pk}: {'; '.join(getattr(exc, 'messages', [str(exc)]))}")
-        else:
-            decided += 1
-    return decided, refused
+    by_team: dict[int | None, list[LessonConflict]] = {}
+    for conflict in LessonConflict.objects.filter(pk__in=[c.pk for c in done]).select_related("memory__project"):
+        by_team.setdefault(conflict.memory.project.team_id, []).append(conflict)
+    with transaction.atomic():  # one event per team: an endpoint never sees another team's items
+        for team_conflicts in by_team.values():
+            _announce("review.decided", team_conflicts, decision=decision.replace("_", " "), by=actor.label)
+    return len(done), refused
