@@ -11,7 +11,7 @@ from memory.signals import batch_reverted, working_lessons_added
 
 
 @receiver(working_lessons_added, dispatch_uid="conflicts.detect_after_new_lessons")
-def detect_after_new_lessons(sender, memory_id, lesson_ids=(), **kwargs):
+def detect_conflicts_after_new_lessons(sender, memory_id, lesson_ids=(), **kwargs):
     # Only the new lessons are compared, each with its neighbours: cheap enough for every batch.
     if lesson_ids:
         enqueue_on_commit("memory.conflicts.detect", memory_id, list(lesson_ids))
