@@ -16,6 +16,7 @@ class MemoryConfig(AppConfig):
         import memory.promotions.receivers
         import memory.refinement.receivers
         import memory.refs.receivers
+        import memory.search.receivers
         import memory.sync.receivers
         import memory.tasks  # noqa: F401
         from memory.context_cache import connect_receivers
