@@ -146,4 +146,6 @@ def _any(filters: Filters) -> bool:
 def ranked_for_memory(lessons: QuerySet[Lesson], words: str) -> QuerySet[Lesson]:
     """An agent's lesson search in its memory: the lessons matching `words`, best first."""
     query = parse(words)
+    if not query:
+        return lessons.none()  # only operators or exclusions: nothing to look for
     return ranked(matching(lessons, query), query)
