@@ -313,7 +313,7 @@ def _register(server):
         description=(
             "Search your active lessons of a project: by file or folder (a path ending with / means "
             "everything under it), by category, by tier, and by words (each also matching its other forms; "
-            '"a phrase", or and -word work), best match first. "
+            '"a phrase", or and -word work), best match first. '
             "Use it before touching a file to see what is known about it. Returns one line per lesson "
             "(id, category, text, refs), 50 per page; pass offset for the next page. Read-only."
         ),
