@@ -38,7 +38,9 @@ SQLITE_EMPTY = f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('delete-all')"
 SQLITE_DROP = [*(f"DROP TRIGGER IF EXISTS {name}" for name in TRIGGERS), f"DROP TABLE IF EXISTS {FTS_TABLE}"]
 
 PG_CONFIGS = ("simple", "english", "german", "spanish")
-PG_VECTOR = " || ".join(f"to_tsvector('{c}'::regconfig, coalesce(text, ''))" for c in PG_CONFIGS)
+# `<` and `>` become spaces first: PostgreSQL's parser drops anything shaped like an XML tag
+# ("<script>"), words included. The query's text gets the same (selectors._pg_params).
+PG_VECTOR = " || ".join(f"to_tsvector('{c}'::regconfig, translate(coalesce(text, ''), '<>', '  '))" for c in PG_CONFIGS)
 PG_COLUMN = f"ALTER TABLE memory_lesson ADD COLUMN search_vector tsvector GENERATED ALWAYS AS ({PG_VECTOR}) STORED"
 PG_INDEX = "CREATE INDEX lesson_search_gin ON memory_lesson USING gin (search_vector)"
 PG_DROP = ["DROP INDEX IF EXISTS lesson_search_gin", "ALTER TABLE memory_lesson DROP COLUMN IF EXISTS search_vector"]

@@ -81,7 +81,8 @@ def ranked(lessons: QuerySet[Lesson], query: Query) -> QuerySet[Lesson]:
 
 
 def _pg_params(query: Query) -> list[str]:
-    return [query.text] * len(index.PG_CONFIGS) + [pg_prefix_tsquery(query) or "''"]
+    text = query.text.replace("<", " ").replace(">", " ")  # as the indexed text (index.PG_VECTOR)
+    return [text] * len(index.PG_CONFIGS) + [pg_prefix_tsquery(query) or "''"]
 
 
 def filtered(lessons: QuerySet[Lesson], filters: Filters) -> QuerySet[Lesson]:

@@ -115,6 +115,7 @@ ROWS = {
     "sync-conflicts": Row(VIEW, lambda o: {}, list_page=True),
     "sync-conflict": Row(VIEW, lambda o: {"conflict_id": o["conflict"].pk}),
     "sync-conflict-resolve": Row(CURATE, lambda o: {"conflict_id": o["conflict"].pk}),
+    "search": Row(VIEW, lambda o: {}, list_page=True),
 }
 
 # Patterns outside the team rules, each with the reason and the tests that cover it.
