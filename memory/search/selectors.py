@@ -9,7 +9,7 @@ from datetime import date
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef, QuerySet
+from django.db.models import Count, QuerySet
 
 from memory.access import scope
 from memory.models import Lesson, LessonRef, LessonStatus
@@ -102,9 +102,17 @@ def filtered(lessons: QuerySet[Lesson], filters: Filters) -> QuerySet[Lesson]:
     if filters.until:
         lessons = lessons.filter(lesson_date__lte=filters.until)
     if filters.ref:
-        refs = LessonRef.objects.filter(lesson=OuterRef("pk"), path__startswith=filters.ref)
-        lessons = lessons.filter(Exists(refs))
+        lessons = lessons.filter(pk__in=_refs_under(filters.ref).values("lesson_id"))
     return lessons
+
+
+def _refs_under(prefix: str) -> QuerySet[LessonRef]:
+    """Refs whose path starts with `prefix`. On SQLite a range on the path as well, which its index
+    answers (SQLite's LIKE, case-insensitive, cannot use it); the LIKE keeps the case exact."""
+    refs = LessonRef.objects.filter(path__startswith=prefix)
+    if connection.vendor == "sqlite":
+        refs = refs.filter(path__gte=prefix, path__lt=prefix + "\U0010ffff")
+    return refs
 
 
 def search(user: Any, q: str, filters: Filters, *, page: int = 1) -> Results:
