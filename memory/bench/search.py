@@ -194,6 +194,8 @@ def _drop_index():
     from memory.search import index
 
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no ALTER TABLE with deferred checks pending
         for sql in index.SQLITE_DROP if connection.vendor == "sqlite" else index.PG_DROP:
             cursor.execute(sql)
 
