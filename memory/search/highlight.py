@@ -22,7 +22,8 @@ def highlight(text: str, query: Query) -> SafeString:
         word = m.group().lower()
         if word in wanted or stems.intersection(word_stems(word)):
             spans.append(m.span())
-    out, at = [], 0
+    out: list[str] = []
+    at = 0
     for start, end in sorted(spans):
         if start < at:
             if end > at:  # overlapping spans: extend the open mark

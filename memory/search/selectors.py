@@ -128,16 +128,18 @@ def search(user: Any, q: str, filters: Filters, *, page: int = 1) -> Results:
     results.count = lessons.count()
     if not results.count:
         return results
-    results.teams = list(
-        lessons.values("memory__project__team_id", "memory__project__team__name")
+    results.teams = [
+        dict(row)
+        for row in lessons.values("memory__project__team_id", "memory__project__team__name")
         .annotate(n=Count("id"))
         .order_by("-n", "memory__project__team__name")
-    )
-    results.personas = list(
-        lessons.values("memory__persona_id", "memory__persona__name")
+    ]
+    results.personas = [
+        dict(row)
+        for row in lessons.values("memory__persona_id", "memory__persona__name")
         .annotate(n=Count("id"))
         .order_by("-n", "memory__persona__name")
-    )
+    ]
     offset = (page - 1) * PAGE_SIZE
     rows = (
         ranked(lessons, query)

@@ -142,7 +142,8 @@ def _fts_one(term: Term) -> str:
 
 def fts5_match(query: Query) -> str:
     """The FTS5 MATCH expression of a query ("" when nothing is asked for)."""
-    positive, negative = [], []
+    positive: list[str] = []
+    negative: list[str] = []
     for term in query.terms:
         group = [_fts_one(t) for t in [term, *term.alternatives]]
         expr = group[0] if len(group) == 1 else "(" + " OR ".join(group) + ")"
@@ -170,7 +171,8 @@ def pg_prefix_tsquery(query: Query) -> str:
 
     Or-ed with websearch_to_tsquery's readings, it finds compounds and longer forms ("docker" in
     "Dockerfile") that no stemmer relates. Words hold only letters, digits and `_`: safe to quote."""
-    positive, negative = [], []
+    positive: list[str] = []
+    negative: list[str] = []
     for term in query.terms:
         group = [_pg_one(t) for t in [term, *term.alternatives]]
         expr = group[0] if len(group) == 1 else "(" + " | ".join(group) + ")"
