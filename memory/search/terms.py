@@ -39,10 +39,12 @@ def word_stems(word: str) -> tuple[str, ...]:
 
 
 def stems(text: str | None) -> str:
-    """The index's second column: every word's stems, space separated (SQLite calls it as `nw_stems`)."""
+    """The index's second column: the words' stems that differ from the word, space separated (SQLite
+    calls it as `nw_stems`)."""
     if not text:
         return ""
-    return " ".join(s for w in words(text) for s in word_stems(w))
+    # A stem equal to its word is in the text column already (the query looks for stems there too).
+    return " ".join(s for w in words(text) for s in word_stems(w) if s != w)
 
 
 def clean(query: str) -> str:
@@ -137,7 +139,7 @@ def _fts_one(term: Term) -> str:
     # A longer word also matches as the start of a word: "docker" finds "Dockerfile", "Datenbank"
     # the German compound "Datenbankverbindungen".
     prefix = "*" if len(word) >= PREFIX_MIN else ""
-    return f"(text : {_quote(word)}{prefix} OR stems : ({forms}))"
+    return f"(text : {_quote(word)}{prefix} OR {{text stems}} : ({forms}))"
 
 
 def fts5_match(query: Query) -> str:
