@@ -122,7 +122,7 @@ def search(user: Any, q: str, filters: Filters, *, page: int = 1) -> Results:
     request, the user's memberships for the scope)."""
     query = parse(q)
     results = Results(query)
-    if (query.text and not query) or (not query.text and not _any(filters)):
+    if (query.text and not query) or (not query.text and not any_filter(filters)):
         return results  # only operators or exclusions, or nothing asked at all
     lessons = matching(filtered(scope(Lesson.objects.all(), user), filters), query)
     results.count = lessons.count()
@@ -150,7 +150,7 @@ def search(user: Any, q: str, filters: Filters, *, page: int = 1) -> Results:
     return results
 
 
-def _any(filters: Filters) -> bool:
+def any_filter(filters: Filters) -> bool:
     return any(value not in (None, "") for value in vars(filters).values())
 
 

@@ -6,7 +6,7 @@ from django.template.response import TemplateResponse
 from memory.access import visible_memories, visible_projects, visible_teams
 from memory.models import ALL_CATEGORIES, LessonStatus, Tier
 from memory.roles import viewer_required
-from memory.search.selectors import PAGE_SIZE, Filters, search
+from memory.search.selectors import PAGE_SIZE, Filters, any_filter, search
 from memory.search.terms import MAX_QUERY_CHARS
 from personas.models import Persona
 
@@ -73,7 +73,8 @@ def search_page(request):
         filters = Filters(**{k: data[k] or (None if k in ("team", "persona", "project") else "") for k in FILTER_KEYS})
         filters.since, filters.until = data["since"], data["until"]
         page = data["page"] or 1
-        results = search(request.user, data["q"], filters, page=page)
+        if data["q"] or any_filter(filters):  # the bare page asks for nothing yet
+            results = search(request.user, data["q"], filters, page=page)
     else:
         page = 1
     params = request.GET.copy()

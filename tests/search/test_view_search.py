@@ -21,6 +21,9 @@ def test_url_and_nav_box(client, two_teams):
     client.force_login(two_teams["red"]["lead"])
     page = client.get(reverse("home")).content.decode()
     assert 'id="nav-q"' in page and 'aria-keyshortcuts="/"' in page
+    response = client.get(URL)
+    assert response.status_code == 200 and response.context["results"] is None
+    assert "No lesson matches" not in response.content.decode()
 
 
 def test_a_lead_sees_only_their_teams_lessons_and_counts(client, two_teams):
