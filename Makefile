@@ -36,8 +36,12 @@ serve: demo
 	@echo "Serving Night Watch Memory on http://$(HOST):$(PORT)/ (MCP: http://$(HOST):$(PORT)/mcp/)"
 	$(PY) -m uvicorn nightwatch.asgi:application --host $(HOST) --port $(PORT)
 
+# The suite runs in parallel (pytest-xdist), one worker per CPU ("logical": hyperthreads count, as the
+# browser and subprocess tests spend much of their time waiting); TEST_WORKERS=0 runs it in one process.
+# Tests marked xdist_group("name") run one after another on the same worker.
+TEST_WORKERS ?= logical
 test: install
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # ruff (rules and format in pyproject.toml) over the tree; mypy over the modules pyproject.toml lists.
 lint: install

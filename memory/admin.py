@@ -232,7 +232,7 @@ class CurateActionsMixin:
             request,
             queryset,
             "protected",
-            lambda l, a, b: services.lesson_set_protected(lesson=l, protected=True, actor=a, batch=b),
+            lambda lesson, a, b: services.lesson_set_protected(lesson=lesson, protected=True, actor=a, batch=b),
         )
 
     @admin.action(description="Unprotect selected lessons", permissions=["curate"])
@@ -241,19 +241,19 @@ class CurateActionsMixin:
             request,
             queryset,
             "unprotected",
-            lambda l, a, b: services.lesson_set_protected(lesson=l, protected=False, actor=a, batch=b),
+            lambda lesson, a, b: services.lesson_set_protected(lesson=lesson, protected=False, actor=a, batch=b),
         )
 
     @admin.action(description="Delete selected lessons (soft, restorable)", permissions=["curate"])
     def soft_delete(self, request, queryset):
         self._per_memory(
-            request, queryset, "deleted", lambda l, a, b: services.lesson_delete(lesson=l, actor=a, batch=b)
+            request, queryset, "deleted", lambda lesson, a, b: services.lesson_delete(lesson=lesson, actor=a, batch=b)
         )
 
     @admin.action(description="Restore selected deleted or superseded lessons", permissions=["curate"])
     def restore(self, request, queryset):
         self._per_memory(
-            request, queryset, "restored", lambda l, a, b: services.lesson_restore(lesson=l, actor=a, batch=b)
+            request, queryset, "restored", lambda lesson, a, b: services.lesson_restore(lesson=lesson, actor=a, batch=b)
         )
 
 
@@ -468,3 +468,7 @@ class LLMCallAdmin(TeamScopedAdmin, ReadOnlyMixin, admin.ModelAdmin):
     list_select_related = ["persona"]
     search_fields = ["model_name", "error"]
     date_hierarchy = "created_at"
+
+
+from memory.sso import admin as sso_admin  # noqa: E402, F401  (registers the single sign-on pages)
+from memory.webhooks import admin as webhooks_admin  # noqa: E402, F401  (endpoints and their delivery log)

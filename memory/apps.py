@@ -18,7 +18,8 @@ class MemoryConfig(AppConfig):
         import memory.refs.receivers
         import memory.search.receivers
         import memory.sync.receivers
-        import memory.tasks  # noqa: F401
+        import memory.tasks
+        import memory.webhooks.receivers  # noqa: F401
         from memory.context_cache import connect_receivers
 
         connect_receivers()

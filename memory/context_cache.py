@@ -153,6 +153,6 @@ def connect_receivers():
         for digest in AgentToken.objects.filter(persona_id=instance.pk).values_list("token_hash", flat=True):
             token_changed(digest)
 
-    for model, receiver in ((AgentToken, on_token), (Memory, on_memory), (Project, on_project), (Persona, on_persona)):
-        post_save.connect(receiver, sender=model, weak=False, dispatch_uid=f"context-cache-{model.__name__}-save")
-        post_delete.connect(receiver, sender=model, weak=False, dispatch_uid=f"context-cache-{model.__name__}-delete")
+    for model, handler in ((AgentToken, on_token), (Memory, on_memory), (Project, on_project), (Persona, on_persona)):
+        post_save.connect(handler, sender=model, weak=False, dispatch_uid=f"context-cache-{model.__name__}-save")
+        post_delete.connect(handler, sender=model, weak=False, dispatch_uid=f"context-cache-{model.__name__}-delete")

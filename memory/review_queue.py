@@ -251,7 +251,6 @@ def overdue(memory_ids: MemoryIds, *, now: datetime | None = None) -> Overdue:
             .values_list("source", "n", "oldest")
         )
     rows = list(querysets[0].union(*querysets[1:], all=True)) if querysets else []
-    sources = {s.key: s for s in review_sources()}
     found = {key: (n, oldest) for key, n, oldest in rows if n}
     entries = [QueueEntry(s, found[s.key][0]) for s in review_sources() if s.key in found]
     oldest = min((o for _, o in found.values() if o is not None), default=None)
@@ -338,10 +337,37 @@ def run_mark_looked_at(*, run, user, needing_a_look):
     """Take a run off the review queue once a person has looked at it; nothing in memory changes.
     `needing_a_look` is the feature's queryset of runs in the queue."""
     from django.core.exceptions import ValidationError
+    from django.db import transaction
     from django.utils import timezone
 
-    if not needing_a_look.filter(pk=run.pk).update(looked_at=timezone.now(), looked_by=user):
-        raise ValidationError("This run is not waiting for anyone to look at it.")
+    with transaction.atomic():
+        if not needing_a_look.filter(pk=run.pk).update(looked_at=timezone.now(), looked_by=user):
+            raise ValidationError("This run is not waiting for anyone to look at it.")
+        announce_run(run, "review.decided", decision="looked at", by=user.get_username())
+
+
+def announce_run(run, event_type, *, decision=None, by=None):
+    """Tell the run's team that a run waits for a look, or was looked at (an outbox row, in the
+    caller's transaction). Runs link to their own feature's page, `<app label of the run>:run`."""
+    from django.urls import reverse
+
+    from memory.signals import review_event
+
+    kind = f"{run._meta.verbose_name}"
+    data = {
+        "count": 1,
+        "items": [
+            {
+                "kind": kind,
+                "id": run.pk,
+                "status": run.status,
+                "url": reverse(f"{run.url_namespace}:run", args=[run.pk]),
+            }
+        ],
+    }
+    if decision:
+        data.update(decision=decision, by=by or "someone")
+    review_event.send(sender=type(run), event_type=event_type, memory_id=run.memory_id, data=data)
 
 
 def count_per_memory(queryset: Any, memory_ids: MemoryIds, memory_field: str = "memory_id") -> PerMemory:

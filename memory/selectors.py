@@ -1,13 +1,15 @@
 """Reads: compiled memory and the queries the pages and the API share."""
 
 import functools
-from collections import defaultdict, namedtuple
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.db import connection
-from django.db.models import Prefetch
+from django.db.models import Prefetch, QuerySet
 
 from memory import context_cache
 from memory.formats.lines import lesson_line, render_core, render_working, section_heading, working_order
@@ -15,11 +17,14 @@ from memory.models import Lesson, LessonRef, LessonStatus, Memory, Relevance, Ti
 from memory.refs import Ref
 from memory.refs.models import NEEDS_REVIEW, RefAnchor
 
+if TYPE_CHECKING:
+    from personas.models import Persona, Project
+
 CORE_HEADING = "## Core Lessons"
 WORKING_HEADING = "## Working Memory"
 
 
-def active_lessons(memory, tier):
+def active_lessons(memory: Memory, tier: str) -> list[Lesson]:
     """Active lessons of one tier in file order, refs prefetched."""
     return list(
         Lesson.objects.filter(memory=memory, tier=tier, status=LessonStatus.ACTIVE)
@@ -28,37 +33,37 @@ def active_lessons(memory, tier):
     )
 
 
-def with_refs(lessons):
+def with_refs(lessons: Iterable[Lesson]) -> list[tuple[Lesson, list[LessonRef]]]:
     return [(lesson, list(lesson.refs.all())) for lesson in lessons]
 
 
 @dataclass
 class CompiledMemory:
     text: str
-    core_kept: list = field(default_factory=list)
-    working_kept: list = field(default_factory=list)
+    core_kept: list[int] = field(default_factory=list)
+    working_kept: list[int] = field(default_factory=list)
     core_chars: int = 0
     working_chars: int = 0
     core_budget: int = 0
     working_budget: int = 0
     # (core ids cut, working ids cut), read only when asked: listing every cut id of a large
     # memory costs more than compiling it.
-    load_cut: object = field(default=None, repr=False, compare=False)
+    load_cut: Callable[[], tuple[list[int], list[int]]] | None = field(default=None, repr=False, compare=False)
 
     @property
-    def is_empty(self):
+    def is_empty(self) -> bool:
         return not self.text
 
     @cached_property
-    def _cut(self):
+    def _cut(self) -> tuple[list[int], list[int]]:
         return self.load_cut() if self.load_cut else ([], [])
 
     @property
-    def core_cut(self):
+    def core_cut(self) -> list[int]:
         return self._cut[0]
 
     @property
-    def working_cut(self):
+    def working_cut(self) -> list[int]:
         return self._cut[1]
 
 
@@ -66,35 +71,38 @@ class CompiledMemory:
 # memory may hold tens of thousands, and compiling runs on every agent turn. The first page is
 # sized for lines of ~80 characters (a typical lesson with a ref), so one page usually fills the
 # budget and the query count stays the same however large the memory; later pages double.
-def _first_page(budget):
+def _first_page(budget: int) -> int:
     return max(50, budget // 80)
 
 
 # Only what rendering and budgeting read, as light rows (attribute access like a Lesson, no
 # model instances): compiling runs on every agent turn, exporting reads every lesson.
-LESSON_ROW_FIELDS = (
-    "id",
-    "tier",
-    "category",
-    "text",
-    "relevance",
-    "protected",
-    "lesson_date",
-    "section",
-    "unparsed",
-    "raw_line",
-    "undated",
-    "section_heading",
-)
-LessonRow = namedtuple("LessonRow", LESSON_ROW_FIELDS)
+class LessonRow(NamedTuple):
+    id: int
+    tier: str
+    category: str
+    text: str
+    relevance: str
+    protected: bool
+    lesson_date: date
+    section: int
+    unparsed: bool
+    raw_line: str
+    undated: bool
+    section_heading: str
 
 
-def lesson_rows_with_refs(queryset):
+LESSON_ROW_FIELDS = LessonRow._fields
+# A lesson row with its refs, in position order.
+RowWithRefs = tuple[LessonRow, list[Ref]]
+
+
+def lesson_rows_with_refs(queryset: QuerySet[Lesson]) -> list[tuple[Any, list[Ref]]]:
     """[(row, [Ref…])] for a Lesson queryset: one query for the lessons, one for all their refs."""
     lessons = list(queryset.values_list(*LESSON_ROW_FIELDS, named=True))
     if not lessons:
         return []
-    refs = defaultdict(list)
+    refs: defaultdict[int, list[Ref]] = defaultdict(list)
     rows = (
         LessonRef.objects.filter(lesson_id__in=[lesson.id for lesson in lessons])
         .order_by("lesson_id", "position", "id")
@@ -105,12 +113,24 @@ def lesson_rows_with_refs(queryset):
     return [(lesson, refs.get(lesson.id, [])) for lesson in lessons]
 
 
+# On SQLite, Django registers a converter per declared column type (date: two Python calls and a
+# parse) that runs on every row of the join, a lesson's refs included. Read as plain text and
+# integers, the date is parsed once per lesson and the flags are made bools in _fetch_rows.
+_SQLITE_PLAIN = {"lesson_date": "TEXT", "protected": "INTEGER", "unparsed": "INTEGER", "undated": "INTEGER"}
+
+
+def _row_column(qn: Callable[[str], str], name: str) -> str:
+    if connection.vendor == "sqlite" and name in _SQLITE_PLAIN:
+        return f"CAST(l.{qn(name)} AS {_SQLITE_PLAIN[name]})"
+    return f"l.{qn(name)}"
+
+
 @functools.cache
-def _lesson_sql(where, order, limit=False):
+def _lesson_sql(where: str, order: str, limit: bool = False) -> str:
     """Active lessons of one memory with their refs in one statement (hand-written: the ORM's query
     building cost more than the rest of compiling). Refs come as extra rows, in position order."""
     qn = connection.ops.quote_name
-    columns = ", ".join(f"l.{qn(name)}" for name in LESSON_ROW_FIELDS)
+    columns = ", ".join(_row_column(qn, name) for name in LESSON_ROW_FIELDS)
     inner = (
         f"SELECT {', '.join(qn(name) for name in LESSON_ROW_FIELDS)} FROM {qn(Lesson._meta.db_table)} "
         f"WHERE memory_id = %s AND status = 'active' AND {where} ORDER BY id {order}" + (" LIMIT %s" if limit else "")
@@ -123,9 +143,10 @@ def _lesson_sql(where, order, limit=False):
     )
 
 
-def _fetch_rows(sql, params):
+def _fetch_rows(sql: str, params: Sequence[int | str]) -> list[RowWithRefs]:
     """[(LessonRow, [Ref…])] from one of the `_lesson_sql` statements, in its order."""
-    out = []
+    out: list[RowWithRefs] = []
+    refs: list[Ref] = []
     last_id = None
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -156,30 +177,28 @@ def _fetch_rows(sql, params):
                     )
                 )
             if row[12] is not None:
-                refs.append(Ref(row[12], row[13], row[14], stale=row[15] in NEEDS_REVIEW))
+                refs.append(Ref(row[12], row[13], row[14], row[15] is not None and row[15] in NEEDS_REVIEW))
     return out
 
 
-def _section_key(lesson):
+def _section_key(lesson: LessonRow) -> tuple[date, int, bool]:
     return (lesson.lesson_date, lesson.section, lesson.undated)
 
 
-def _section_cost(lesson):
+def _section_cost(lesson: LessonRow) -> int:
     """What a section adds around its lines: its header (its kept heading, or one named after its
     first lesson) and the blank line closing it; undated lessons sit bare, before a blank line."""
     return 1 if lesson.undated else len(section_heading(lesson)) + 2
 
 
-def _working_gain(older, lesson, newer, line):
+def _working_gain(older: LessonRow | None, lesson: LessonRow, newer: LessonRow | None, line: int) -> int:
     """How much the working text grows when `lesson` joins the kept lessons between its kept
     neighbours `older` and `newer` (either may be None): its line, plus any section header it
     opens or moves. Lessons of one (date, section) in a row share a section, headed by the first."""
     key = _section_key(lesson)
-    with_older = older is not None and _section_key(older) == key
-    with_newer = newer is not None and _section_key(newer) == key
-    if with_older:
+    if older is not None and _section_key(older) == key:
         return line
-    if with_newer:  # it now heads the section `newer` headed
+    if newer is not None and _section_key(newer) == key:  # it now heads the section `newer` headed
         return line + _section_cost(lesson) - _section_cost(newer)
     gain = line + _section_cost(lesson)
     if older is not None and newer is not None and _section_key(older) == _section_key(newer):
@@ -187,7 +206,7 @@ def _working_gain(older, lesson, newer, line):
     return gain
 
 
-def _pick_within_budget(memory, tier, must_keep, budget):
+def _pick_within_budget(memory: Memory, tier: str, must_keep: list[RowWithRefs], budget: int) -> dict[int, RowWithRefs]:
     """Must-keep lessons of the tier, then lessons in priority order up to the first that does not fit.
 
     Core keeps its oldest lessons, working its newest. The budget is spent on exactly the text the
@@ -204,7 +223,7 @@ def _pick_within_budget(memory, tier, must_keep, budget):
     else:
         spent = len(render_working(reserved))
         older_reserved = [lesson for lesson, _ in reserved]  # popped from the end as the walk passes them
-    newer = None
+    newer: LessonRow | None = None
     order = "ASC" if core else "DESC"
     after, size = None, _first_page(budget)
     while True:
@@ -236,17 +255,17 @@ def _pick_within_budget(memory, tier, must_keep, budget):
         after, size = items[-1][0].id, size * 2
 
 
-def active_lesson_rows(memory):
+def active_lesson_rows(memory: Memory) -> list[RowWithRefs]:
     """[(row, [Ref…])] of every active lesson of a memory in file order, in one query (exporting)."""
     return _fetch_rows(_lesson_sql("1 = 1", "ASC"), [memory.pk])
 
 
-def _must_keep(memory):
+def _must_keep(memory: Memory) -> list[RowWithRefs]:
     # Spelled as the partial index `lesson_must_keep` is, so the database reads only must-keeps.
     return _fetch_rows(_lesson_sql("(protected OR relevance = 'critical')", "ASC"), [memory.pk])
 
 
-def compile_memory(memory):
+def compile_memory(memory: Memory) -> CompiledMemory:
     """`## Core Lessons` then `## Working Memory`, each within its budget, cut at lesson boundaries.
 
     Within budget the text is exactly what Night Watch makes of the exported core.md and working.md
@@ -277,8 +296,9 @@ def compile_memory(memory):
     else:
         text = ""
 
-    def load_cut():  # read when first asked for, so it reflects the memory at that moment
-        core_cut, working_cut = [], []
+    def load_cut() -> tuple[list[int], list[int]]:  # read when first asked for: the memory at that moment
+        core_cut: list[int] = []
+        working_cut: list[int] = []
         active = Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE)
         for pk, tier in active.order_by("id").values_list("id", "tier"):
             if tier == Tier.CORE:
@@ -290,8 +310,8 @@ def compile_memory(memory):
 
     return CompiledMemory(
         text=text,
-        core_kept=[l.id for l, _ in core_kept],
-        working_kept=[l.id for l, _ in working_kept],
+        core_kept=[lesson.id for lesson, _ in core_kept],
+        working_kept=[lesson.id for lesson, _ in working_kept],
         core_chars=len(core_text),
         working_chars=len(working_text),
         core_budget=memory.core_char_budget,
@@ -300,7 +320,7 @@ def compile_memory(memory):
     )
 
 
-def compiled_memory_text(memory):
+def compiled_memory_text(memory: Memory) -> str:
     """Compiled memory text, cached per memory version (every mutation bumps the version)."""
     key = context_cache.compiled_key(memory)
     store = context_cache.local()
@@ -311,5 +331,5 @@ def compiled_memory_text(memory):
     return text
 
 
-def memory_for(persona, project):
+def memory_for(persona: "Persona", project: "Project") -> Memory | None:
     return Memory.objects.filter(persona=persona, project=project).first()

@@ -17,3 +17,9 @@ batch_reverted = django.dispatch.Signal()
 # LessonRef rows (the refs slice points each at its anchor). kwargs: lesson, rows, new (the lesson
 # was just created, so it has no earlier refs).
 lesson_refs_writing = django.dispatch.Signal()
+
+# Sent inside the transaction of a change a team should hear about (something new waits for review,
+# an item was decided, a folder failed to sync), so the event is stored with the change or not at
+# all. kwargs: event_type, memory_id (or None), team_id (or None), data (ids, names, links: never
+# lesson text), lesson_texts ({item id: text}, sent only to endpoints that ask for it).
+review_event = django.dispatch.Signal()

@@ -9,6 +9,8 @@ from memory.promotions.tasks import *  # noqa: F403
 from memory.refinement.tasks import *  # noqa: F403
 from memory.reflection.tasks import *  # noqa: F403
 from memory.refs.tasks import *  # noqa: F403
+from memory.sync.tasks import *  # noqa: F403
+from memory.webhooks.tasks import *  # noqa: F403
 
 # Names tasks had before every task was named memory.<feature>.<verb>. Nothing queues them any
 # more; a message queued under one before an upgrade still runs, as the task it was renamed to.
@@ -35,4 +37,3 @@ def _forward(former, current):
 
 for _former, _current in FORMER_NAMES.items():
     _forward(_former, _current)
-from memory.sync.tasks import *  # noqa: F403

@@ -4,7 +4,6 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from datetime import timezone as dt_timezone
 from functools import cached_property
 
 from django.db import connection, transaction

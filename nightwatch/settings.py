@@ -122,6 +122,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "nightwatch.middleware.HtmxLoginRedirectMiddleware",
+    # A session begun through the identity provider is checked with it again every OIDC_RECHECK_SECONDS.
+    "memory.sso.recheck.OidcRecheckMiddleware",
     "csp.middleware.CSPMiddleware",
     # Last, as django-axes requires: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
@@ -130,7 +132,10 @@ MIDDLEWARE = [
 AUTHENTICATION_BACKENDS = [
     # First, so a locked-out user+address is refused before the password is even checked.
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Passwords; with LOCAL_LOGIN=off only superusers (the break-glass path).
+    "memory.sso.backends.LocalPasswordBackend",
+    # The identity provider's sign-in (OIDC); matches nothing while OIDC_ISSUER is unset.
+    "memory.sso.oidc.OidcBackend",
 ]
 
 ROOT_URLCONF = "nightwatch.urls"
@@ -204,6 +209,28 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
+# Single sign-on through the organisation's identity provider (README, "Single sign-on"). Unset
+# OIDC_ISSUER: no provider button, password login as always.
+OIDC_ISSUER = env_str("OIDC_ISSUER", "").strip().rstrip("/")
+OIDC_CLIENT_ID = env_str("OIDC_CLIENT_ID", "")
+OIDC_CLIENT_SECRET = env_str("OIDC_CLIENT_SECRET", "")
+OIDC_SCOPES = env_str("OIDC_SCOPES", "openid email profile offline_access")
+OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups") or "groups"
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "single sign-on")
+# The ID token's accepted signature algorithms (comma-separated); blank: the public-key ones the provider announces.
+OIDC_SIGN_ALGO = env_str("OIDC_SIGN_ALGO", "")
+OIDC_TIMEOUT = env_float("OIDC_TIMEOUT", 10.0, minimum=0.5, maximum=120)
+# A signed-in person's provider session is re-checked at most this often (refresh token).
+OIDC_RECHECK_SECONDS = env_int("OIDC_RECHECK_SECONDS", 60, minimum=1)
+if OIDC_ISSUER and not (OIDC_CLIENT_ID and OIDC_CLIENT_SECRET):
+    raise ImproperlyConfigured("OIDC_ISSUER is set: OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set too")
+# off: the password form is gone and only superusers may still use it, at /accounts/login/local/.
+LOCAL_LOGIN = env_choice("LOCAL_LOGIN", "on", ("on", "off")) == "on"
+# mozilla-django-oidc: the authorization code flow with PKCE (S256), state and nonce.
+OIDC_USE_PKCE = True
+OIDC_USE_NONCE = True
+OIDC_PKCE_CODE_CHALLENGE_METHOD = "S256"
+
 # Cache: local memory by default, Redis when REDIS_URL/CACHE_URL is set.
 _cache_url = env_str("CACHE_URL", "")
 if _cache_url:
@@ -261,6 +288,22 @@ CELERY_BEAT_SCHEDULE = {
 # Review items (pending promotions and compactions, runs to look at) older than this are marked as
 # waiting too long on the home page.
 REVIEW_OVERDUE_DAYS = env_int("REVIEW_OVERDUE_DAYS", 7, minimum=1)
+
+# Webhooks and Slack: beat sends new events and the retries that are due, and once a day the
+# overdue items. Receivers on private, loopback or link-local addresses are refused unless this is
+# on (loopback is allowed with DEBUG); http:// is accepted only then too.
+WEBHOOKS_ALLOW_PRIVATE = env_bool("WEBHOOKS_ALLOW_PRIVATE", False)
+# An endpoint is paused after this many failed attempts in a row; its team's approvers are told.
+WEBHOOKS_PAUSE_AFTER = env_int("WEBHOOKS_PAUSE_AFTER", 20, minimum=1)
+# How long a receiver has to answer one delivery; redirects are never followed.
+WEBHOOKS_TIMEOUT_SECONDS = 5
+# A worker holds a delivery this long while it sends it; one that dies leaves it to the next pass then.
+WEBHOOKS_LEASE_SECONDS = env_int("WEBHOOKS_LEASE_SECONDS", 60, minimum=1)
+CELERY_BEAT_SCHEDULE["webhooks-send"] = {"task": "memory.webhooks.dispatch", "schedule": 10.0}
+CELERY_BEAT_SCHEDULE["webhooks-overdue-daily"] = {
+    "task": "memory.webhooks.record_overdue",
+    "schedule": crontab(hour=REVIEW_DIGEST_HOUR, minute=5),
+}
 
 # Email (the daily review digest). The console backend prints messages, so a fresh machine sends
 # nothing; set EMAIL_HOST (and EMAIL_BACKEND is then SMTP) in production.

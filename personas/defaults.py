@@ -1,5 +1,7 @@
 """The four personas a new team starts with. Admins edit them freely afterwards."""
 
+from typing import Any
+
 VERA = {
     "name": "Vera",
     "role": "Security Reviewer",
@@ -278,4 +280,4 @@ FELIX = {
     },
 }
 
-DEFAULT_PERSONAS = [VERA, ANSELM, NOOR, FELIX]
+DEFAULT_PERSONAS: list[dict[str, Any]] = [VERA, ANSELM, NOOR, FELIX]

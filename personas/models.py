@@ -52,12 +52,20 @@ class Team(models.Model):
         return self.name
 
 
+class MembershipSource(models.TextChoices):
+    # Who keeps a membership: sign-in and SCIM change only their own, never one given by hand.
+    MANUAL = "manual", "By hand"
+    OIDC = "oidc", "Identity provider sign-in"
+    SCIM = "scim", "SCIM provisioning"
+
+
 class Membership(models.Model):
     """One person's role in one team."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=20, choices=Role.choices, default=Role.VIEWER)
+    source = models.CharField(max_length=10, choices=MembershipSource.choices, default=MembershipSource.MANUAL)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -1,15 +1,22 @@
 """Writes to personas. Memory is keyed by the persona's id, so renames and archives never touch it."""
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from memory.textcheck import name_problem
 from personas.models import Persona, PersonaAlias
+
+if TYPE_CHECKING:
+    from personas.models import Membership, Project, Team, TeamChange
 from personas.schema import validate_structured
 
 
-def check_persona_name(name, *, exclude_pk=None):
+def check_persona_name(name: str | None, *, exclude_pk: int | None = None) -> str:
     """The cleaned name, or a ValidationError saying why it cannot be used (names are unique ignoring case)."""
     name = (name or "").strip()
     if not name:
@@ -25,9 +32,10 @@ def check_persona_name(name, *, exclude_pk=None):
         raise ValidationError(
             f"A persona named “{other.name}”{state} already exists; names are compared ignoring case."
         )
-    alias = (
-        PersonaAlias.objects.filter(name__iexact=name).exclude(persona_id=exclude_pk).select_related("persona").first()
-    )
+    aliases = PersonaAlias.objects.filter(name__iexact=name)
+    if exclude_pk is not None:
+        aliases = aliases.exclude(persona_id=exclude_pk)
+    alias = aliases.select_related("persona").first()
     if alias is not None:
         raise ValidationError(
             f"“{alias.name}” is an old name of “{alias.persona.name}”, kept so agents still using it reach that "
@@ -36,7 +44,7 @@ def check_persona_name(name, *, exclude_pk=None):
     return name
 
 
-def _name_or_field_error(name, *, exclude_pk=None):
+def _name_or_field_error(name: str | None, *, exclude_pk: int | None = None) -> str:
     try:
         return check_persona_name(name, exclude_pk=exclude_pk)
     except ValidationError as exc:
@@ -44,7 +52,15 @@ def _name_or_field_error(name, *, exclude_pk=None):
 
 
 @transaction.atomic
-def persona_create(*, name, role="", soul=None, style=None, skill=None, **fields):
+def persona_create(
+    *,
+    name: str,
+    role: str = "",
+    soul: dict[str, Any] | None = None,
+    style: dict[str, Any] | None = None,
+    skill: dict[str, Any] | None = None,
+    **fields: Any,
+) -> Persona:
     name = _name_or_field_error(name)
     soul, style, skill = soul or {}, style or {}, skill or {}
     for section, data in (("soul", soul), ("style", style), ("skill", skill)):
@@ -53,7 +69,7 @@ def persona_create(*, name, role="", soul=None, style=None, skill=None, **fields
 
 
 @transaction.atomic
-def persona_rename(*, persona, new_name):
+def persona_rename(*, persona: Persona, new_name: str) -> Persona:
     """Change the display name only; memories, lessons and tokens follow the id, not the name."""
     persona = Persona.objects.select_for_update().get(pk=persona.pk)
     old_name = persona.name
@@ -70,7 +86,7 @@ RENAME_EFFECT = (
 )
 
 
-def persona_renamed(*, persona, old_name):
+def persona_renamed(*, persona: Persona, old_name: str) -> None:
     """What a rename does besides the name (RENAME_EFFECT): keep the old name as an alias, move the files."""
     if old_name == persona.name:
         return
@@ -82,7 +98,7 @@ def persona_renamed(*, persona, old_name):
 
 
 @transaction.atomic
-def persona_archive(*, persona):
+def persona_archive(*, persona: Persona) -> Persona:
     """Hide a persona from active lists. Its memory stays intact and comes back on restore."""
     persona = Persona.objects.select_for_update().get(pk=persona.pk)
     if persona.archived_at is None:
@@ -93,7 +109,7 @@ def persona_archive(*, persona):
 
 
 @transaction.atomic
-def persona_restore(*, persona):
+def persona_restore(*, persona: Persona) -> Persona:
     persona = Persona.objects.select_for_update().get(pk=persona.pk)
     if persona.archived_at is not None:
         persona.archived_at = None
@@ -107,7 +123,7 @@ class HardDeleteRefused(Exception):
 
 
 @transaction.atomic
-def persona_hard_delete(*, persona, confirm_name):
+def persona_hard_delete(*, persona: Persona, confirm_name: str | None) -> str:
     """Remove a persona and all its memory for good.
 
     Only an archived persona can be removed, and only when `confirm_name` repeats its name exactly
@@ -126,14 +142,15 @@ def persona_hard_delete(*, persona, confirm_name):
 
 
 @transaction.atomic
-def personas_seed_defaults():
+def personas_seed_defaults() -> tuple[list[str], list[str]]:
     """Create the default personas that are missing. Existing ones (even archived or edited) are left alone.
 
     Returns (created, skipped): lists of persona names.
     """
     from personas.defaults import DEFAULT_PERSONAS
 
-    created, skipped = [], []
+    created: list[str] = []
+    skipped: list[str] = []
     for spec in DEFAULT_PERSONAS:
         existing = Persona.objects.filter(name__iexact=spec["name"]).first()
         if existing is not None:
@@ -146,7 +163,7 @@ def personas_seed_defaults():
 # --- teams ----------------------------------------------------------------------------------------
 
 
-def team_change_record(*, team, action, detail, by=None):
+def team_change_record(*, team: "Team | None", action: str, detail: str, by: User | None = None) -> "TeamChange":
     """One line of a team's history: who changed what, when. Never edited afterwards."""
     from personas.models import TeamChange
 
@@ -160,11 +177,11 @@ def team_change_record(*, team, action, detail, by=None):
 
 
 @transaction.atomic
-def team_owner_moved(*, obj, old_team_id, by=None):
+def team_owner_moved(*, obj: "Persona | Project", old_team_id: int | None, by: User | None = None) -> None:
     """A project or persona moved between teams: the move goes into both teams' histories."""
     from personas.models import Team
 
-    kind = obj._meta.verbose_name
+    kind = str(obj._meta.verbose_name)
     old = Team.objects.filter(pk=old_team_id).first() if old_team_id else None
     new = obj.team
     if old is not None:
@@ -184,7 +201,14 @@ def team_owner_moved(*, obj, old_team_id, by=None):
 
 
 @transaction.atomic
-def team_memberships_changed(*, team, added=(), changed=(), removed=(), by=None):
+def team_memberships_changed(
+    *,
+    team: "Team",
+    added: Iterable["Membership"] = (),
+    changed: Iterable[tuple["Membership", str]] = (),
+    removed: Iterable[tuple[User, str]] = (),
+    by: User | None = None,
+) -> None:
     """Members added (membership), given another role (membership, old role) or removed (user, role)."""
     for membership in added:
         team_change_record(

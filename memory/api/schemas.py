@@ -7,7 +7,7 @@ accepted and one it refuses gets a 422 naming the field.
 
 import re
 from datetime import date, datetime
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -16,7 +16,7 @@ from pydantic import AfterValidator, Discriminator, Tag, TypeAdapter, field_vali
 
 from memory.refs import MAX_REF_PATH, parse_ref
 from memory.textcheck import (
-    MAX_ID,
+    MAX_ID,  # noqa: F401 -- re-exported: the API views bound path ids with s.MAX_ID
     MULTI_LINE_PATTERN,
     NON_BLANK_LINE_PATTERN,
     NON_BLANK_TEXT_PATTERN,
@@ -51,10 +51,10 @@ _PATH_RE = re.compile(PATH_PATTERN)
 REF_DESCRIPTION = "A file or folder, optionally with lines: src/app.py#L10-L20 (lines 1–9,999,999; no '..')."
 
 _PATTERNS = {
-    SINGLE_LINE_PATTERN: dict(multiline=False, blank_ok=True),
-    NON_BLANK_LINE_PATTERN: dict(multiline=False, blank_ok=False),
-    MULTI_LINE_PATTERN: dict(multiline=True, blank_ok=True),
-    NON_BLANK_TEXT_PATTERN: dict(multiline=True, blank_ok=False),
+    SINGLE_LINE_PATTERN: {"multiline": False, "blank_ok": True},
+    NON_BLANK_LINE_PATTERN: {"multiline": False, "blank_ok": False},
+    MULTI_LINE_PATTERN: {"multiline": True, "blank_ok": True},
+    NON_BLANK_TEXT_PATTERN: {"multiline": True, "blank_ok": False},
 }
 MAX_WORDS_CHARS = 200
 

@@ -1,5 +1,7 @@
 """Reads of the agent API. Each runs a fixed number of queries whatever the size of the memory."""
 
+from typing import Any
+
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import connection
@@ -7,9 +9,9 @@ from django.db.models import Prefetch
 from django.db.models.base import ModelState
 
 from memory import context_cache
+from memory.formats.lines import id_line
 from memory.models import Change, Interaction, Lesson, LessonRef, Memory, RefStatus
 from memory.pipeline.prompts import CONTEXT_USAGE
-from memory.refs import STALE_MARK
 from memory.search.selectors import ranked_for_memory
 from memory.selectors import compile_memory
 from memory.textcheck import MAX_ID, text_problem
@@ -169,7 +171,9 @@ def context_payload(memory):
                 "text": lessons[pk].text,
                 "refs": [ref.as_text() for ref in lessons[pk].refs.all()],
                 "stale_refs": [
-                    ref.as_text() for ref in lessons[pk].refs.all() if ref.anchor_id and ref.anchor.needs_review
+                    ref.as_text()
+                    for ref in lessons[pk].refs.all()
+                    if ref.anchor is not None and ref.anchor.needs_review
                 ],
             }
             for pk in kept
@@ -186,22 +190,18 @@ def text_with_ids(lessons, usage=CONTEXT_USAGE):
     """The compiled lessons with their ids, under the usage instructions, for agents that recall."""
     parts = [usage.replace("\n", " "), ""]
     for tier, title in (("core", "## Core Lessons"), ("working", "## Working Memory")):
-        rows = [l for l in lessons if l["tier"] == tier]
+        rows = [lesson for lesson in lessons if lesson["tier"] == tier]
         if rows:
             parts.append(title)
-            parts.extend(lesson_line(l) for l in rows)
+            parts.extend(lesson_line(lesson) for lesson in rows)
             parts.append("")
     return "\n".join(parts).rstrip() + "\n"
 
 
-def lesson_line(lesson):
+def lesson_line(lesson: dict[str, Any]) -> str:
     """`- [id] [CATEGORY] text (ref: a, b)` for a lesson dict whose refs are texts; the refs listed in
-    its `stale_refs` are marked as compiled memory marks them."""
-    tag = f"[{lesson['category']}] " if lesson["category"] else ""
-    stale = set(lesson.get("stale_refs", ()))
-    marked = [ref + (f", {STALE_MARK}" if ref in stale else "") for ref in lesson["refs"]]
-    refs = f" (ref: {', '.join(marked)})" if marked else ""
-    return f"- [{lesson['id']}] {tag}{lesson['text']}{refs}"
+    its `stale_refs` are marked as compiled memory marks them (the grammar of memory/formats/lines.py)."""
+    return id_line(lesson["id"], lesson["category"], lesson["text"], lesson["refs"], lesson.get("stale_refs", ()))
 
 
 def source_entries(lesson):

@@ -11,13 +11,17 @@ An exact duplicate of an active lesson confirms that lesson instead of adding a 
 """
 
 import re
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from memory import services
-from memory.models import ChangeBatch, Memory, Relevance, Tier
+from memory.models import AgentToken, ChangeBatch, Interaction, Lesson, Memory, Relevance, Tier
 from memory.reflection.services import interaction_create
+
+if TYPE_CHECKING:
+    from personas.models import Persona, Project
 
 TOOL_CATEGORIES = {
     "save_fact": ("DECISION", "ARCHITECTURE", "PATTERN"),
@@ -28,18 +32,18 @@ TOOL_CATEGORIES = {
 TOOL_RELEVANCE = {"daily_log": Relevance.LOW}
 
 
-def _one_line(text):
+def _one_line(text: str | None) -> str:
     return re.sub(r"\s+", " ", text or "").strip()
 
 
-def _text(item):
+def _text(item: dict[str, Any]) -> str:
     text = item["text"].strip()
     if "\n" in text:
         raise ValidationError({"text": ["lesson text must be a single line"]})
     return text
 
 
-def tool_lesson_fields(item):
+def tool_lesson_fields(item: dict[str, Any]) -> tuple[str, str, str]:
     """(category, text, relevance) for one tool call; ValidationError naming the field otherwise."""
     if not item.get("tool"):
         if not item.get("category"):
@@ -60,7 +64,9 @@ def tool_lesson_fields(item):
 
 
 @transaction.atomic
-def agent_lessons_append(*, memory, token, items):
+def agent_lessons_append(
+    *, memory: Memory, token: AgentToken, items: list[dict[str, Any]]
+) -> tuple[Memory, list[tuple[Lesson, str]]]:
     """Append the lessons of one API call as one batch; all or nothing.
 
     `items` are dicts with tool, text, category, refs, relevance, error. Returns a list of
@@ -68,7 +74,8 @@ def agent_lessons_append(*, memory, token, items):
     """
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     actor = services.Actor.agent(token)
-    errors, prepared = {}, []
+    errors: dict[str, list[str]] = {}
+    prepared: list[tuple[dict[str, Any], str, str, str]] = []
     for i, item in enumerate(items):
         try:
             category, text, relevance = tool_lesson_fields(item)
@@ -95,7 +102,9 @@ def agent_lessons_append(*, memory, token, items):
 
 
 @transaction.atomic
-def agent_lessons_write(*, token, persona, project, items):
+def agent_lessons_write(
+    *, token: AgentToken, persona: "Persona", project: "Project", items: list[dict[str, Any]]
+) -> tuple[Memory, list[tuple[Lesson, str]]]:
     """Append an agent's lessons to its memory in the project, creating the memory on first write.
 
     The memory is created in the same transaction, so a call refused for one bad lesson leaves
@@ -105,7 +114,17 @@ def agent_lessons_write(*, token, persona, project, items):
     return agent_lessons_append(memory=memory, token=token, items=items)
 
 
-def agent_interaction_submit(*, token, persona, project, trigger_type, outcome, summary, files_changed, transcript):
+def agent_interaction_submit(
+    *,
+    token: AgentToken,
+    persona: "Persona",
+    project: "Project",
+    trigger_type: str,
+    outcome: str,
+    summary: str,
+    files_changed: list[str],
+    transcript: list[dict[str, Any]],
+) -> Interaction:
     """Store what an agent did and queue its reflection; returns the interaction, refreshed.
 
     In-process tasks (no broker) have already reflected when this returns, so the status and

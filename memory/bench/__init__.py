@@ -103,7 +103,7 @@ class Bench:
     last_cpu: float = 0.0
 
     def scaled(self, n, minimum=1):
-        return max(minimum, int(round(n * self.scale)))
+        return max(minimum, round(n * self.scale))
 
     def figure(self, label, value, *, unit="", target=None, higher_is_better=False, cpu=None):
         """Record and print one figure; `cpu` (same unit) is shown beside it when given."""
@@ -140,7 +140,8 @@ def run_benchmarks(*, only=None, scale=1.0, out=sys.stdout):
     """Run the chosen benchmarks (all by default); returns the list of finished Bench objects."""
     found = discover()
     if hasattr(os, "getloadavg"):
-        out.write("load average %.2f %.2f %.2f on %d CPU(s)\n" % (*os.getloadavg(), os.cpu_count() or 0))
+        one, five, fifteen = os.getloadavg()
+        out.write(f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count() or 0} CPU(s)\n")
     unknown = sorted(set(only or ()) - set(found))
     if unknown:
         raise KeyError(f"no benchmark named {', '.join(unknown)}; known: {', '.join(found)}")

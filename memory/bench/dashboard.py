@@ -17,7 +17,7 @@ only; `--scale` shrinks both sizes (the personas and projects of the generated t
 import os
 import statistics
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from datetime import timedelta
 from pathlib import Path
 
@@ -133,10 +133,8 @@ def _clear_caches(keep_local_of=None):
     for alias in settings.CACHES:
         if keep_local_of is not None and alias in PROCESS_CACHES:
             continue
-        try:
+        with suppress(Exception):
             caches[alias].clear()
-        except Exception:
-            pass
 
 
 def _built():
@@ -174,7 +172,8 @@ def _build(bench, personas, projects):
 
     start = time.perf_counter()
     call_command("migrate", verbosity=0, interactive=False)
-    seed_demo(open(os.devnull, "w"))
+    with open(os.devnull, "w") as devnull:
+        seed_demo(devnull)
     if personas:
         _grow(bench, personas, projects)
     _approver()
@@ -307,7 +306,7 @@ def _time_pages(bench, demo_key, org_key, skip=()):
     labels = [label for label in _pages() if label not in skip]
     for label in labels:
         demo_times, org_times, size = [], [], 0
-        for round_ in range(3):
+        for _ in range(3):
             _switch(demo_key)
             url = _pages()[label]
             client, _ = _fetch(label, url)

@@ -7,6 +7,7 @@ from pathlib import Path
 from django.db import connection
 
 from memory.bench import benchmark
+from memory.bench.export_reference import reference_export
 from memory.bench.import_reference import copy_schema, reference_import
 from memory.formats.exporter import export_tree
 from memory.formats.importer import memory_import_tree
@@ -104,6 +105,14 @@ def generate_tree(root, *, personas, projects, core_per_memory, working_per_memo
     return files, bullets
 
 
+def _same_files(a, b):
+    """Whether two folders hold the same files with the same bytes."""
+    names = sorted(p.relative_to(a) for p in Path(a).rglob("*") if p.is_file())
+    if names != sorted(p.relative_to(b) for p in Path(b).rglob("*") if p.is_file()):
+        return False
+    return all((Path(a) / name).read_bytes() == (Path(b) / name).read_bytes() for name in names)
+
+
 @benchmark("files", "Import and export of 1,000 memory files (100,000 bullets); compiling 10,000 lessons")
 def run(bench):
     actor = Actor.system("bench")
@@ -121,7 +130,7 @@ def run(bench):
 
     # The floor, timed in the same run on the same files: plain Python and sqlite3's executemany
     # into a scratch copy of the tables (memory/bench/import_reference.py). SQLite only.
-    reference = reference_cpu = None
+    reference = reference_cpu = scratch = None
     if connection.vendor == "sqlite":
         scratch = copy_schema(connection, bench.tmpdir / "reference.sqlite3")
         written = 0
@@ -132,7 +141,6 @@ def run(bench):
 
         reference = bench.time(do_reference)
         reference_cpu = bench.last_cpu
-        scratch.close()
         assert written == bullets, "the reference must write every bullet"
         bench.figure("reference: plain Python + sqlite3 executemany", reference, unit="s", cpu=reference_cpu)
 
@@ -155,6 +163,15 @@ def run(bench):
         "import again (idempotent, adds nothing)", seconds, unit="s", cpu=bench.last_cpu, target=2 * bullets / 100_000
     )
 
+    # The export's floor: the reference's rows read back with sqlite3 and written as the same files
+    # (memory/bench/export_reference.py), timed just before the export. SQLite only.
+    if scratch is not None:
+        reference_out = bench.tmpdir / "reference-export"
+        reference = bench.time(lambda: reference_export(src, scratch, reference_out))
+        reference_cpu = bench.last_cpu
+        scratch.close()
+        bench.figure("export reference: sqlite3, same renderer and writes", reference, unit="s", cpu=reference_cpu)
+
     out = bench.tmpdir / "export"
     export = None
 
@@ -166,8 +183,16 @@ def run(bench):
     bench.figure(
         f"export {export.count('written'):,} files", seconds, unit="s", cpu=bench.last_cpu, target=2 * files / 1_000
     )
+    if scratch is not None:
+        assert _same_files(reference_out, out), "the export reference must write the export's files"
+        bench.figure("export ÷ reference (wall)", seconds / reference, unit="×", target=1.2)
+        bench.figure("export ÷ reference (cpu)", bench.last_cpu / reference_cpu, unit="×", target=1.2)
 
-    # One memory of 10,000 lessons: 1,000 core and 9,000 working, compiled uncached.
+    _compile_big_memory(bench, actor)
+
+
+def _compile_big_memory(bench, actor):
+    """One memory of 10,000 lessons: 1,000 core and 9,000 working, compiled uncached."""
     big = bench.tmpdir / "big"
     generate_tree(
         big, personas=1, projects=1, core_per_memory=bench.scaled(1_000), working_per_memory=bench.scaled(9_000), seed=7

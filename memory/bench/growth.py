@@ -9,6 +9,8 @@ a single one moved a growth figure by a tenth or more from run to run. The 10× 
 headline figures of the `files` and `promotions` benchmarks (100,000 bullets; 10,000 lessons).
 """
 
+from itertools import pairwise
+
 from memory.bench import benchmark
 from memory.bench.files import generate_tree
 from memory.bench.promotions import seed_lessons
@@ -94,7 +96,7 @@ def run(bench):
             size, seconds, cpu = measure(factor)
             cpus.append(max(cpu, 1e-6))
             bench.figure(f"{name}, {factor:g}× ({size:,} {items})", seconds * to_unit, unit=unit, cpu=cpu * to_unit)
-        for (small, large), (c_small, c_large) in zip(zip(FACTORS, FACTORS[1:]), zip(cpus, cpus[1:])):
+        for (small, large), (c_small, c_large) in zip(pairwise(FACTORS), pairwise(cpus)):
             bench.figure(
                 f"{name} growth (CPU), {small:g}× → {large:g}× the data",
                 c_large / c_small,

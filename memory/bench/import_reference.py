@@ -17,7 +17,6 @@ import hashlib
 import json
 import sqlite3
 from datetime import UTC, date, datetime
-from datetime import timezone as dt_timezone
 from pathlib import Path
 
 from memory.formats.nightwatch import CORE_FILE, MEMORIES_DIR, WORKING_FILE, parse_core, parse_working
@@ -30,12 +29,12 @@ SCRATCH = {table: table.replace("memory_", "scratch_", 1) for table in TABLES}
 
 def copy_schema(django_connection, path):
     """A new SQLite database at `path` holding the import's tables as the product's database has them."""
+    placeholders = ", ".join("%s" for _ in TABLES)
     with django_connection.cursor() as cursor:
         # Tables and indexes only: the search index's triggers call a function of Django's connections.
-        kinds = "AND type IN ('table', 'index')"
         cursor.execute(
-            "SELECT sql FROM sqlite_master WHERE tbl_name IN (%s) AND sql IS NOT NULL %s ORDER BY type = 'index'"
-            % (", ".join("%s" for _ in TABLES), kinds),
+            f"SELECT sql FROM sqlite_master WHERE tbl_name IN ({placeholders}) AND sql IS NOT NULL "
+            "AND type IN ('table', 'index') ORDER BY type = 'index'",
             list(TABLES),
         )
         statements = [row[0] for row in cursor.fetchall()]

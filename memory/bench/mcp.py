@@ -52,34 +52,36 @@ async def _load(port, token, rounds, seconds):
     context = f"{base}/api/v1/memory/{quote(PERSONA)}/{PROJECT}/context"
     latencies = {name: [] for name in TARGETS}
     errors = dict.fromkeys(TARGETS, 0)
-    async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
-        async with Client(streamable_http_client(f"{base}/mcp/", http_client=http)) as client:
+    async with (
+        create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http,
+        Client(streamable_http_client(f"{base}/mcp/", http_client=http)) as client,
+    ):
 
-            async def read_text():
-                return (await http.get(context)).status_code == 200
+        async def read_text():
+            return (await http.get(context)).status_code == 200
 
-            async def read_json():
-                return (await http.get(context, params={"format": "json"})).status_code == 200
+        async def read_json():
+            return (await http.get(context, params={"format": "json"})).status_code == 200
 
-            async def get_memory():
-                return not (await client.call_tool("get_memory", {})).is_error
+        async def get_memory():
+            return not (await client.call_tool("get_memory", {})).is_error
 
-            calls = {"context": read_text, "context_json": read_json, "mcp_get_memory": get_memory}
-            for _ in range(4):  # warm both workers' caches and connections
-                for call in calls.values():
-                    await call()
-            deadline = time.monotonic() + seconds
-            done = 0
-            while done < rounds and time.monotonic() < deadline:
-                for name, call in calls.items():
-                    start = time.perf_counter()
-                    ok = await call()
-                    elapsed = time.perf_counter() - start
-                    if ok:
-                        latencies[name].append(elapsed)
-                    else:
-                        errors[name] += 1
-                done += 1
+        calls = {"context": read_text, "context_json": read_json, "mcp_get_memory": get_memory}
+        for _ in range(4):  # warm both workers' caches and connections
+            for call in calls.values():
+                await call()
+        deadline = time.monotonic() + seconds
+        done = 0
+        while done < rounds and time.monotonic() < deadline:
+            for name, call in calls.items():
+                start = time.perf_counter()
+                ok = await call()
+                elapsed = time.perf_counter() - start
+                if ok:
+                    latencies[name].append(elapsed)
+                else:
+                    errors[name] += 1
+            done += 1
     figures = {}
     for name in TARGETS:
         values = sorted(latencies[name])

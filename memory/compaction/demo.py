@@ -9,7 +9,8 @@ from datetime import date, timedelta
 from django.db.models import Count, Q
 
 from memory import services
-from memory.compaction.services import CompactionError, compaction_propose, working_lessons
+from memory.compaction.selectors import working_lessons
+from memory.compaction.services import CompactionError, compaction_propose
 from memory.models import CompactionProposal, Lesson, LessonStatus, Memory, Tier
 from personas.models import Persona, Project
 

@@ -9,11 +9,12 @@ Anything else is a format error: the draft is stored as invalid and never applie
 """
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
 
-from memory.models import ALL_CATEGORIES
+from memory.models import ALL_CATEGORIES, CompactionProposal, ProposalDrop, ProposalLine
 from memory.refs import parse_ref_list
 from memory.services import validate_lesson_fields
 
@@ -167,15 +168,37 @@ def validate(draft, inputs, target):
     if not draft.lines:
         # Every other rule would just repeat that nothing came back.
         draft.drops = []
-        return errors + ["The proposal has no lines; compaction never empties working memory."]
+        return [*errors, "The proposal has no lines; compaction never empties working memory."]
     inputs_by_id = {i.id: i for i in inputs}
     target = effective_target(target, inputs)
 
     if len(draft.lines) > target:
         errors.append(f"The proposal has {len(draft.lines)} lines; at most {target} are allowed.")
+    cited_count = _cited_count(draft.lines)
+    errors += _line_errors(draft.lines, inputs_by_id)
+    listed_drops = {}
+    errors += _drop_errors(draft.drops, inputs_by_id, cited_count, listed_drops)
+    for line in draft.lines:
+        line.kind = line_kind(line, inputs_by_id, cited_count)
+    errors += _must_keep_errors(draft.lines, inputs, cited_count)
+    errors += _lost_ref_errors(draft.lines, inputs, listed_drops)
+    draft.drops = _drops(inputs, listed_drops, cited_count)
+    return errors
 
+
+def _cited_count(lines):
+    """{lesson id: how many proposed lines cite it}."""
     cited_count = {}
-    for index, line in enumerate(draft.lines, start=1):
+    for line in lines:
+        for source_id in dict.fromkeys(line.source_ids):
+            cited_count[source_id] = cited_count.get(source_id, 0) + 1
+    return cited_count
+
+
+def _line_errors(lines, inputs_by_id):
+    """Each proposed line: a working memory category, valid lesson text, and citing only lessons being compacted."""
+    errors = []
+    for index, line in enumerate(lines, start=1):
         where = line.origin or f"Line {index}"
         if line.category not in ALL_CATEGORIES:
             errors.append(f"{where}: [{line.category}] is not a working memory category ({', '.join(ALL_CATEGORIES)}).")
@@ -191,10 +214,13 @@ def validate(draft, inputs, target):
         for source_id in dict.fromkeys(line.source_ids):
             if source_id not in inputs_by_id:
                 errors.append(f"{where} cites lesson #{source_id}, which is not in the working memory being compacted.")
-            cited_count[source_id] = cited_count.get(source_id, 0) + 1
+    return errors
 
-    listed_drops = {}
-    for drop in draft.drops:
+
+def _drop_errors(drops, inputs_by_id, cited_count, listed_drops):
+    """Each listed drop names a lesson being compacted that no line cites; fills `listed_drops` (first one wins)."""
+    errors = []
+    for drop in drops:
         if drop.lesson_id not in inputs_by_id:
             errors.append(
                 f"The proposal drops lesson #{drop.lesson_id}, which is not in the working memory being compacted."
@@ -203,20 +229,22 @@ def validate(draft, inputs, target):
         if drop.lesson_id in cited_count:
             errors.append(f"Lesson #{drop.lesson_id} is both listed as dropped and cited by a proposed line.")
         listed_drops.setdefault(drop.lesson_id, drop)
+    return errors
 
-    for line in draft.lines:
-        line.kind = line_kind(line, inputs_by_id, cited_count)
 
+def _must_keep_errors(lines, inputs, cited_count):
+    """A must-keep lesson stays unchanged, on a line of its own."""
+    errors = []
     for lesson in inputs:
         if not lesson.must_keep_reason:
             continue
-        own_lines = [l for l in draft.lines if list(dict.fromkeys(l.source_ids)) == [lesson.id]]
+        own_lines = [line for line in lines if list(dict.fromkeys(line.source_ids)) == [lesson.id]]
         unchanged = [
-            l
-            for l in own_lines
-            if l.text == lesson.text
-            and tuple(l.refs) == lesson.refs
-            and (l.category == lesson.category or not lesson.category)
+            line
+            for line in own_lines
+            if line.text == lesson.text
+            and tuple(line.refs) == lesson.refs
+            and (line.category == lesson.category or not lesson.category)
             and cited_count.get(lesson.id) == 1
         ]
         if unchanged:
@@ -231,8 +259,13 @@ def validate(draft, inputs, target):
                 f"Lesson #{lesson.id} is {lesson.must_keep_reason}: it must be kept unchanged, but the "
                 "proposal leaves it out."
             )
+    return errors
 
-    present_refs = {ref for line in draft.lines for ref in line.refs}
+
+def _lost_ref_errors(lines, inputs, listed_drops):
+    """Every ref of a lesson not listed as dropped is on some proposed line."""
+    errors = []
+    present_refs = {ref for line in lines for ref in line.refs}
     for lesson in inputs:
         if lesson.id in listed_drops:
             continue
@@ -242,7 +275,11 @@ def validate(draft, inputs, target):
                     f"Ref {ref} of lesson #{lesson.id} is in no proposed line, and lesson #{lesson.id} "
                     "is not listed as dropped."
                 )
+    return errors
 
+
+def _drops(inputs, listed_drops, cited_count):
+    """The lessons the draft leaves out, in input order: those listed as dropped and those no line cites."""
     drops = []
     for lesson in inputs:
         if lesson.id in listed_drops:
@@ -250,8 +287,31 @@ def validate(draft, inputs, target):
             drops.append(DraftDrop(lesson.id, drop.reason, listed=True, had_refs=bool(lesson.refs)))
         elif lesson.id not in cited_count:
             drops.append(DraftDrop(lesson.id, UNLISTED_DROP_REASON, listed=False, had_refs=bool(lesson.refs)))
-    draft.drops = drops
-    return errors
+    return drops
+
+
+def draft_from_rows(
+    proposal: CompactionProposal,
+    lines: Iterable[ProposalLine] | None = None,
+    drops: Iterable[ProposalDrop] | None = None,
+) -> Draft:
+    """The draft a stored proposal holds (its rows, or the `lines` and `drops` given), as validation reads it."""
+    lines = proposal.lines.order_by("position") if lines is None else lines
+    drops = proposal.drops.all() if drops is None else drops
+    return Draft(
+        lines=[
+            DraftLine(
+                category=line.category,
+                text=line.text,
+                refs=list(line.refs),
+                source_ids=list(line.source_ids),
+                edited=line.edited,
+                origin=f"Line {line.position}",
+            )
+            for line in lines
+        ],
+        drops=[DraftDrop(lesson_id=d.lesson_id, reason=d.reason) for d in drops if d.listed],
+    )
 
 
 def parse_edited_line(*, category, text, refs):

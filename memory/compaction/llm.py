@@ -60,7 +60,7 @@ def _input_line(lesson):
 
 def build_prompts(memory, lessons, target):
     persona = memory.persona
-    limit = max(target, sum(1 for l in lessons if l.is_must_keep))  # as draft.effective_target
+    limit = max(target, sum(1 for lesson in lessons if lesson.is_must_keep))  # as draft.effective_target
     system = SYSTEM_PROMPT.format(
         persona=persona.name, role=persona.role or "agent", project=memory.project.name, target=limit
     )

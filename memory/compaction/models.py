@@ -120,3 +120,6 @@ class ProposalDrop(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["proposal", "lesson"], name="proposal_drop_unique_lesson"),
         ]
+
+    def __str__(self):
+        return f"Lesson #{self.lesson_id} left out: {self.reason[:60]}"

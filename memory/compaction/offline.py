@@ -81,28 +81,34 @@ def _line_for_group(group):
     # wording); refs of every copy are kept.
     best = max(
         group,
-        key=lambda l: (len(normalize_text(l.text)), l.text[:1].isupper(), "  " not in l.text, l.lesson_date, l.pk),
+        key=lambda lesson: (
+            len(normalize_text(lesson.text)),
+            lesson.text[:1].isupper(),
+            "  " not in lesson.text,
+            lesson.lesson_date,
+            lesson.pk,
+        ),
     )
     refs = list(dict.fromkeys(ref for lesson in group for ref in _refs(lesson)))
-    category = best.category or next((l.category for l in group if l.category), DEFAULT_CATEGORY)
-    return DraftLine(category=category, text=best.text, refs=refs, source_ids=sorted(l.pk for l in group))
+    category = best.category or next((lesson.category for lesson in group if lesson.category), DEFAULT_CATEGORY)
+    return DraftLine(category=category, text=best.text, refs=refs, source_ids=sorted(lesson.pk for lesson in group))
 
 
 def _drop_order(group):
     """Least useful first: lowest relevance, vague before specific, oldest first."""
     return (
-        max(Relevance.rank(l.relevance) for l in group),
-        not all(l.vague for l in group),
-        max(l.lesson_date for l in group),
-        min(l.pk for l in group),
+        max(Relevance.rank(lesson.relevance) for lesson in group),
+        not all(lesson.vague for lesson in group),
+        max(lesson.lesson_date for lesson in group),
+        min(lesson.pk for lesson in group),
     )
 
 
 def compact_offline(lessons, target):
     """Draft for `lessons` (active working lessons, refs prefetched) with at most `target` lines."""
-    must_keep = [l for l in lessons if l.is_must_keep]
-    others = [l for l in lessons if not l.is_must_keep]
-    entries = [([l], True) for l in must_keep] + [(g, False) for g in _duplicate_groups(others)]
+    must_keep = [lesson for lesson in lessons if lesson.is_must_keep]
+    others = [lesson for lesson in lessons if not lesson.is_must_keep]
+    entries = [([lesson], True) for lesson in must_keep] + [(g, False) for g in _duplicate_groups(others)]
 
     limit = max(target, len(must_keep))  # same rule as draft.effective_target
     droppable = sorted((e for e in entries if not e[1]), key=lambda e: _drop_order(e[0]))
@@ -111,7 +117,7 @@ def compact_offline(lessons, target):
     dropped_ids = {id(group) for group, _ in dropped}
 
     draft = Draft()
-    for group, _ in sorted(entries, key=lambda e: min(l.pk for l in e[0])):
+    for group, _ in sorted(entries, key=lambda e: min(lesson.pk for lesson in e[0])):
         if id(group) in dropped_ids:
             continue
         draft.lines.append(_line_for_group(group))

@@ -10,28 +10,30 @@ compacted lines in working.md, so the file keeps its date order.
 """
 
 import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Prefetch
+from django.urls import reverse
 from django.utils import timezone
 
 from memory import services
 from memory.compaction.draft import (
     KEPT,
     Draft,
-    DraftDrop,
-    DraftLine,
+    draft_from_rows,
     input_lessons,
     parse_edited_line,
     validate,
 )
 from memory.compaction.llm import compact_with_model
 from memory.compaction.offline import compact_offline
-from memory.compaction.selectors import working_budget
+from memory.compaction.selectors import compaction_needed, working_lessons
 from memory.compaction.staleness import covered_changes, fingerprints, stale_reason
-from memory.engines.base import EngineError
+from memory.engines.base import Engine, EngineError
 from memory.engines.registry import engine_config, get_engine
 from memory.formats.lines import render_working
 from memory.models import (
@@ -47,8 +49,12 @@ from memory.models import (
     Relevance,
     Tier,
 )
-from memory.selectors import active_lessons, with_refs
+from memory.selectors import with_refs
+from memory.signals import review_event
 from memory.textcheck import check_text
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 log = logging.getLogger(__name__)
 
@@ -61,58 +67,12 @@ class StaleProposal(CompactionError):
     """A lesson the proposal covers changed since it was computed; the message says which, how and by whom."""
 
 
-def working_lessons(memory):
-    return active_lessons(memory, Tier.WORKING)
+def _person(actor: services.Actor) -> "User | None":
+    """The user behind an action (None for a job or an agent)."""
+    return cast("User | None", actor.user)  # Actor.user is declared as a plain object
 
 
-def compaction_needed(memory, lessons=None):
-    """Why working memory needs compacting ('' when it does not): over its line limit or its char budget."""
-    budget = working_budget(memory, lessons)
-    if budget.over_lines:
-        return f"{budget.lessons} working lessons, over the limit of {budget.max_lines}"
-    if budget.over_chars:
-        return f"working.md is {budget.chars} characters, over the budget of {budget.char_budget}"
-    return ""
-
-
-def over_limits_explanation(memory):
-    """Why working memory is still over its limits after a compaction ('' when it is within them)."""
-    lessons = working_lessons(memory)
-    detail = compaction_needed(memory, lessons)
-    if not detail:
-        return ""
-    why = [
-        f"a compaction aims at {memory.compaction_target_lines} lines; it does not shorten lines to fit the "
-        f"{memory.working_char_budget}-character budget"
-    ]
-    must_keep = [lesson for lesson in lessons if lesson.is_must_keep]
-    if must_keep:
-        chars = len(render_working(with_refs(must_keep)))
-        why.append(
-            f"{len(must_keep)} protected or critical lesson{'s' if len(must_keep) != 1 else ''} "
-            f"({chars} characters) are never dropped"
-        )
-    applied = (
-        CompactionProposal.objects.filter(memory=memory, status=CompactionProposal.Status.APPLIED)
-        .order_by("-id")
-        .first()
-    )
-    if applied is not None:
-        since = (
-            Lesson.objects.filter(pk__in=[lesson.pk for lesson in lessons])
-            .exclude(pk__in=applied.input_lesson_ids)
-            .exclude(changes__batch_id=applied.apply_batch_id)
-            .count()
-        )
-        if since:
-            why.append(
-                f"{since} lesson{'s were' if since != 1 else ' was'} written after the proposal was made "
-                "and kept as they are"
-            )
-    return f"{detail}. Why: " + "; ".join(why) + "."
-
-
-def _compute_draft(memory, lessons, engine):
+def _compute_draft(memory: Memory, lessons: list[Lesson], engine: Engine | None) -> tuple[Draft, str, str]:
     """(draft, engine name, model name). An engine failure becomes an error on the draft, never an exception."""
     target = memory.compaction_target_lines
     if engine is None:
@@ -134,8 +94,14 @@ def _compute_draft(memory, lessons, engine):
 
 
 def compaction_propose(
-    *, memory, actor, trigger=CompactionProposal.Trigger.MANUAL, trigger_detail="", engine=None, recomputed_from=None
-):
+    *,
+    memory: Memory,
+    actor: services.Actor,
+    trigger: str = CompactionProposal.Trigger.MANUAL,
+    trigger_detail: str = "",
+    engine: Engine | None = None,
+    recomputed_from: CompactionProposal | None = None,
+) -> CompactionProposal:
     """Compute, validate and store a proposal for `memory`. Memory itself is not touched.
 
     The model call happens outside any transaction; the lessons read first are the ones the proposal
@@ -160,25 +126,25 @@ def compaction_propose(
         model_name=model_name,
         trigger=trigger,
         trigger_detail=trigger_detail,
-        target_lines=max(memory.compaction_target_lines, sum(1 for l in lessons if l.is_must_keep)),
+        target_lines=max(memory.compaction_target_lines, sum(1 for lesson in lessons if lesson.is_must_keep)),
         recomputed_from=recomputed_from,
     )
 
 
 def compaction_store_draft(
     *,
-    memory,
-    lessons,
-    draft,
-    base_version,
-    actor,
-    engine,
-    model_name="",
-    trigger=CompactionProposal.Trigger.MANUAL,
-    trigger_detail="",
-    target_lines,
-    recomputed_from=None,
-):
+    memory: Memory,
+    lessons: list[Lesson],
+    draft: Draft,
+    base_version: int,
+    actor: services.Actor,
+    engine: str,
+    model_name: str = "",
+    trigger: str = CompactionProposal.Trigger.MANUAL,
+    trigger_detail: str = "",
+    target_lines: int,
+    recomputed_from: CompactionProposal | None = None,
+) -> CompactionProposal:
     """Validate `draft` against the working lessons it covers and store it as a proposal (pending or invalid).
 
     The one way a compaction proposal is written, whoever computed the draft (the compactor here,
@@ -197,32 +163,34 @@ def compaction_store_draft(
                 trigger_detail=trigger_detail[:300],
                 validation_errors=errors,
                 raw_output=draft.raw_output,
-                input_lesson_ids=[l.pk for l in lessons],
+                input_lesson_ids=[lesson.pk for lesson in lessons],
                 input_fingerprints=fingerprints(lessons),
                 target_lines=target_lines,
                 before_text=render_working(with_refs(lessons)),
-                created_by=actor.user,
+                created_by=_person(actor),
                 recomputed_from=recomputed_from,
             )
             _store_draft(proposal, draft)
+            if proposal.status == CompactionProposal.Status.PENDING:
+                _review_event("review.waiting", [proposal])
     except IntegrityError:
         raise CompactionError("Another compaction proposal for this memory became pending meanwhile.") from None
     return proposal
 
 
-def _store_draft(proposal, draft):
+def _store_draft(proposal: CompactionProposal, draft: Draft) -> None:
     ProposalLine.objects.bulk_create(
         ProposalLine(
             proposal=proposal,
             position=i,
-            category=l.category[:20],
-            text=l.text,
-            refs=l.refs,
-            source_ids=l.source_ids,
-            kind=l.kind or "rewritten",
-            edited=l.edited,
+            category=line.category[:20],
+            text=line.text,
+            refs=line.refs,
+            source_ids=line.source_ids,
+            kind=line.kind or "rewritten",
+            edited=line.edited,
         )
-        for i, l in enumerate(draft.lines, start=1)
+        for i, line in enumerate(draft.lines, start=1)
     )
     ProposalDrop.objects.bulk_create(
         ProposalDrop(
@@ -232,7 +200,7 @@ def _store_draft(proposal, draft):
     )
 
 
-def compaction_check(*, memory_id):
+def compaction_check(*, memory_id: int) -> CompactionProposal | None:
     """Propose a compaction when working memory is over its limits and nothing is pending. Returns the proposal."""
     memory = Memory.objects.select_related("persona", "project").filter(pk=memory_id).first()
     if memory is None:
@@ -254,30 +222,11 @@ def compaction_check(*, memory_id):
         return None
 
 
-def _draft_from_rows(proposal, lines=None, drops=None):
-    lines = proposal.lines.order_by("position") if lines is None else lines
-    drops = proposal.drops.all() if drops is None else drops
-    return Draft(
-        lines=[
-            DraftLine(
-                category=l.category,
-                text=l.text,
-                refs=list(l.refs),
-                source_ids=list(l.source_ids),
-                edited=l.edited,
-                origin=f"Line {l.position}",
-            )
-            for l in lines
-        ],
-        drops=[DraftDrop(lesson_id=d.lesson_id, reason=d.reason) for d in drops if d.listed],
-    )
-
-
-def _input_rows(proposal):
+def _input_rows(proposal: CompactionProposal) -> list[Lesson]:
     return list(Lesson.objects.filter(pk__in=proposal.input_lesson_ids).prefetch_related("refs").order_by("id"))
 
 
-def _lock_pending(proposal):
+def _lock_pending(proposal: CompactionProposal) -> CompactionProposal:
     proposal = CompactionProposal.objects.select_for_update().get(pk=proposal.pk)
     if proposal.status != CompactionProposal.Status.PENDING:
         raise CompactionError(
@@ -287,13 +236,15 @@ def _lock_pending(proposal):
 
 
 @transaction.atomic
-def compaction_line_update(*, line, actor, category, text, refs):
+def compaction_line_update(
+    *, line: ProposalLine, actor: services.Actor, category: str, text: str, refs: str
+) -> ProposalLine:
     """Edit one proposed line before applying. The whole proposal is re-validated; a failing edit changes nothing."""
     proposal = _lock_pending(line.proposal)
     category, text, refs = parse_edited_line(category=category, text=text, refs=refs)
     line = ProposalLine.objects.select_for_update().get(pk=line.pk, proposal=proposal)
-    draft = _draft_from_rows(proposal)
-    edited = draft.lines[[l.origin for l in draft.lines].index(f"Line {line.position}")]
+    draft = draft_from_rows(proposal)
+    edited = draft.lines[[draft_line.origin for draft_line in draft.lines].index(f"Line {line.position}")]
     edited.category, edited.text, edited.refs, edited.edited = category, text, refs, True
     errors = validate(draft, input_lessons(_input_rows(proposal)), proposal.target_lines)
     if errors:
@@ -308,8 +259,38 @@ def compaction_line_update(*, line, actor, category, text, refs):
     return line
 
 
+def _review_event(
+    event_type: str,
+    proposals: list[CompactionProposal],
+    *,
+    decision: str | None = None,
+    actor: services.Actor | None = None,
+) -> None:
+    """The event a team hears: a proposal waits, or proposals (of one memory or several) were decided."""
+    memory_ids = {p.memory_id for p in proposals}
+    data = {
+        "count": len(proposals),
+        "items": [
+            {"kind": "compaction", "id": p.pk, "url": reverse("compaction-detail", args=[p.pk])} for p in proposals
+        ],
+    }
+    if decision and actor is not None:
+        data.update(decision=decision, by=actor.label)
+    # One memory: the team is read when the event is sent. Several (a bulk decision, one team's).
+    one_memory = len(memory_ids) == 1
+    review_event.send(
+        sender=CompactionProposal,
+        event_type=event_type,
+        memory_id=proposals[0].memory_id if one_memory else None,
+        team_id=None if one_memory else proposals[0].memory.project.team_id,
+        data=data,
+    )
+
+
 @transaction.atomic
-def compaction_reject(*, proposal, actor, reason):
+def compaction_reject(
+    *, proposal: CompactionProposal, actor: services.Actor, reason: str | None, announce: bool = True
+) -> CompactionProposal:
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError("Say why the proposal is rejected.")
@@ -319,13 +300,17 @@ def compaction_reject(*, proposal, actor, reason):
         raise CompactionError(f"This proposal is {proposal.get_status_display().lower()}; it cannot be rejected.")
     proposal.status = CompactionProposal.Status.REJECTED
     proposal.reason = reason
-    proposal.decided_by = actor.user
+    proposal.decided_by = _person(actor)
     proposal.decided_at = timezone.now()
     proposal.save()
+    if announce:
+        _review_event("review.decided", [proposal], decision="rejected", actor=actor)
     return proposal
 
 
-def compaction_bulk_reject(*, proposal_ids, actor, reason):
+def compaction_bulk_reject(
+    *, proposal_ids: Iterable[int | str], actor: services.Actor, reason: str | None
+) -> dict[str, list[Any]]:
     """Reject several proposals with one reason, each through compaction_reject in its own
     transaction: one that someone applied, rejected or that went stale meanwhile is reported and the
     rest are rejected. Returns {"rejected": [ids], "refused": [{"id", "message"}]}. No proposal or
@@ -337,17 +322,17 @@ def compaction_bulk_reject(*, proposal_ids, actor, reason):
     if not reason:
         raise ValidationError("Say why the proposals are rejected.")
     check_text(reason, field="reason", multiline=True, max_chars=services.REASON_MAX_CHARS)
-    found = {p.pk: p for p in CompactionProposal.objects.filter(pk__in=ids)}
-    outcome = {"rejected": [], "refused": []}
+    found = {p.pk: p for p in CompactionProposal.objects.filter(pk__in=ids).select_related("memory__project")}
+    outcome: dict[str, list[Any]] = {"rejected": [], "refused": []}
     for pk in ids:
         if pk not in found:
             outcome["refused"].append({"id": pk, "message": f"Proposal #{pk} does not exist."})
             continue
         try:
-            compaction_reject(proposal=found[pk], actor=actor, reason=reason)
+            compaction_reject(proposal=found[pk], actor=actor, reason=reason, announce=False)
         except CompactionError as exc:
             now = CompactionProposal.objects.select_related("decided_by").get(pk=pk)
-            who = f" by {now.decided_by.get_username()}" if now.decided_by_id else ""
+            who = f" by {now.decided_by.get_username()}" if now.decided_by is not None else ""
             outcome["refused"].append(
                 {
                     "id": pk,
@@ -356,10 +341,17 @@ def compaction_bulk_reject(*, proposal_ids, actor, reason):
             )
         else:
             outcome["rejected"].append(pk)
+    rejected = [found[pk] for pk in outcome["rejected"]]
+    by_team: dict[int | None, list[CompactionProposal]] = {}
+    for proposal in rejected:
+        by_team.setdefault(proposal.memory.project.team_id, []).append(proposal)
+    with transaction.atomic():
+        for proposals in by_team.values():  # one event per team: an endpoint never sees another team's items
+            _review_event("review.decided", proposals, decision="rejected", actor=actor)
     return outcome
 
 
-def compaction_apply(*, proposal, actor):
+def compaction_apply(*, proposal: CompactionProposal, actor: services.Actor) -> ChangeBatch:
     """Apply a pending, valid proposal in one transaction. Returns the ChangeBatch.
 
     Only the covered lessons are rewritten; lessons appended since the proposal are not touched.
@@ -373,8 +365,8 @@ def compaction_apply(*, proposal, actor):
         # lock waits out appends and confirmations in flight (they hold it for their whole transaction).
         # NO KEY: a confirmation row inserted by such an append only key-shares its lesson.
         lessons = {
-            l.pk: l
-            for l in Lesson.objects.select_for_update(no_key=True)
+            lesson.pk: lesson
+            for lesson in Lesson.objects.select_for_update(no_key=True)
             .filter(pk__in=proposal.input_lesson_ids)
             .order_by("id")
             # to_attr: plain lists; a related manager per lesson costs more than the query.
@@ -391,15 +383,18 @@ def compaction_apply(*, proposal, actor):
             proposal.save(update_fields=["status", "reason", "decided_at"])
         else:
             batch = _apply_locked(proposal, memory, lessons, actor)
+            _review_event("review.decided", [proposal], decision="applied", actor=actor)
     if changes:
         raise StaleProposal(f"{proposal.reason} Recompute the proposal from the memory as it is now.")
     return batch
 
 
-def _apply_locked(proposal, memory, lessons, actor):
+def _apply_locked(
+    proposal: CompactionProposal, memory: Memory, lessons: dict[int, Any], actor: services.Actor
+) -> ChangeBatch:
     rows = list(proposal.lines.order_by("position"))
     drops = list(proposal.drops.all())
-    draft = _draft_from_rows(proposal, rows, drops)
+    draft = draft_from_rows(proposal, rows, drops)
     errors = validate(draft, input_lessons([lessons[i] for i in sorted(lessons)]), proposal.target_lines)
     if errors:
         raise CompactionError("This proposal does not pass validation: " + " ".join(errors))
@@ -412,35 +407,10 @@ def _apply_locked(proposal, memory, lessons, actor):
         label=f"Compaction proposal #{proposal.pk}: {len(lessons)} → {len(rows)} lessons",
         reason=f"Applied compaction proposal #{proposal.pk} ({proposal.engine}).",
     )
-    # Working memory is read in id order; the new lines sort by section, right after the lessons the
-    # proposal keeps and before any lesson appended since (those took later sections).
-    section = max(l.section for l in lessons.values())
-    created = []  # (new lesson, its sources), in proposal order
-    for row in rows:
-        if row.kind == KEPT:
-            continue
-        sources = [lessons[i] for i in dict.fromkeys(row.source_ids)]
-        created.append(
-            (
-                services.NewLesson(
-                    batch_id=batch.pk,
-                    memory_id=memory.pk,
-                    tier=Tier.WORKING,
-                    category=row.category,
-                    text=row.text.strip(),
-                    lesson_date=max(s.lesson_date for s in sources),
-                    section=section,
-                    refs=services.clean_refs(row.refs),
-                    relevance=Relevance.highest(s.relevance for s in sources),
-                    protected=any(s.protected for s in sources),
-                    derived_from=[s.pk for s in sources],
-                ),
-                sources,
-            )
-        )
+    created = _new_lessons(rows, lessons, batch, memory)
     # Set-based writes: a 150-lesson apply is a handful of statements, not a few per lesson.
     new_ids = services.lessons_bulk_create([new for new, _ in created], now=now)
-    replaced_by = {}
+    replaced_by: dict[int, int] = {}
     for new_id, (_, sources) in zip(new_ids, created):
         for source in sources:
             replaced_by.setdefault(source.pk, new_id)
@@ -470,15 +440,48 @@ def _apply_locked(proposal, memory, lessons, actor):
     memory.save(update_fields=["last_compacted_at"])
     services.memory_bump_version(memory)
     proposal.status = CompactionProposal.Status.APPLIED
-    proposal.decided_by = actor.user
+    proposal.decided_by = _person(actor)
     proposal.decided_at = now
     proposal.apply_batch = batch
     proposal.save(update_fields=["status", "decided_by", "decided_at", "apply_batch"])
     return batch
 
 
+def _new_lessons(
+    rows: list[ProposalLine], lessons: dict[int, Any], batch: ChangeBatch, memory: Memory
+) -> list[tuple[services.NewLesson, list[Lesson]]]:
+    """The lessons the proposal's rewritten and merged lines become, each with its sources, in proposal order."""
+    # Working memory is read in id order; the new lines sort by section, right after the lessons the
+    # proposal keeps and before any lesson appended since (those took later sections).
+    section = max(lesson.section for lesson in lessons.values())
+    created: list[tuple[services.NewLesson, list[Lesson]]] = []
+    for row in rows:
+        if row.kind == KEPT:
+            continue
+        sources = [lessons[i] for i in dict.fromkeys(row.source_ids)]
+        created.append(
+            (
+                services.NewLesson(
+                    batch_id=batch.pk,
+                    memory_id=memory.pk,
+                    tier=Tier.WORKING,
+                    category=row.category,
+                    text=row.text.strip(),
+                    lesson_date=max(s.lesson_date for s in sources),
+                    section=section,
+                    refs=services.clean_refs(row.refs),
+                    relevance=Relevance.highest(s.relevance for s in sources),
+                    protected=any(s.protected for s in sources),
+                    derived_from=[s.pk for s in sources],
+                ),
+                sources,
+            )
+        )
+    return created
+
+
 @transaction.atomic
-def compaction_mark_stale(*, proposal):
+def compaction_mark_stale(*, proposal: CompactionProposal) -> CompactionProposal:
     """Retire a proposal before recomputing it: refused unless something it covers really changed."""
     proposal = CompactionProposal.objects.select_for_update().get(pk=proposal.pk)
     if proposal.status == CompactionProposal.Status.STALE:
@@ -498,7 +501,7 @@ def compaction_mark_stale(*, proposal):
 
 
 @transaction.atomic
-def compaction_revert(*, proposal, actor, reason=""):
+def compaction_revert(*, proposal: CompactionProposal, actor: services.Actor, reason: str = "") -> ChangeBatch:
     """Undo an applied compaction through the history (batch_revert); the receiver marks it reverted."""
     proposal = CompactionProposal.objects.select_for_update().get(pk=proposal.pk)
     if proposal.status != CompactionProposal.Status.APPLIED or proposal.apply_batch is None:
@@ -508,7 +511,7 @@ def compaction_revert(*, proposal, actor, reason=""):
     )
 
 
-def compaction_propose_requested(*, memory_id, user_id, recomputed_from_id=None):
+def compaction_propose_requested(*, memory_id: int, user_id: int, recomputed_from_id: int | None = None) -> int | None:
     """A proposal a person asked for (or a recompute of a stale one), run as a job: its id, or None
     when it cannot be made (the page shows why from the memory's state)."""
     user = get_user_model().objects.get(pk=user_id)
@@ -524,7 +527,7 @@ def compaction_propose_requested(*, memory_id, user_id, recomputed_from_id=None)
         return None
 
 
-def compaction_follow_revert(*, batch, revert_batch):
+def compaction_follow_revert(*, batch: ChangeBatch, revert_batch: ChangeBatch) -> None:
     """A batch was reverted (from this page or from the history): keep proposals and links in step.
 
     Reverting a compaction marks its proposal reverted; reverting that revert applies the
@@ -543,11 +546,15 @@ def compaction_follow_revert(*, batch, revert_batch):
     if batch.kind != ChangeBatch.Kind.REVERT:
         return
     original = ChangeBatch.objects.filter(reverted_by=batch).first()
-    proposal = CompactionProposal.objects.filter(apply_batch=original).first() if original else None
+    if original is None:
+        return
+    proposal = CompactionProposal.objects.filter(apply_batch=original).first()
     if proposal is None or proposal.status != CompactionProposal.Status.REVERTED:
         return
     created = (
-        Lesson.objects.filter(pk__in=original.changes.filter(action=Change.Action.CREATE).values("lesson_id"))
+        Lesson.objects.filter(
+            pk__in=original.changes.filter(action=Change.Action.CREATE).values_list("lesson_id", flat=True)
+        )
         .prefetch_related("derived_from")
         .order_by("id")
     )
@@ -561,7 +568,7 @@ def compaction_follow_revert(*, batch, revert_batch):
     _refresh_last_compacted(proposal.memory_id)
 
 
-def _refresh_last_compacted(memory_id):
+def _refresh_last_compacted(memory_id: int) -> None:
     """ "Compacted <date>" is the latest compaction still in force: a revert takes its date back."""
     latest = CompactionProposal.objects.filter(memory_id=memory_id, status=CompactionProposal.Status.APPLIED).aggregate(
         at=Max("apply_batch__created_at")

@@ -3,7 +3,7 @@
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -11,23 +11,21 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from memory.access import APPROVE, can, ensure_visible, get_for_user_or_404, memory_for_user_or_404, scope
 from memory.compaction import selectors
+from memory.compaction.selectors import compaction_needed, over_limits_explanation, working_lessons
 from memory.compaction.services import (
     CompactionError,
     compaction_apply,
     compaction_bulk_reject,
     compaction_line_update,
     compaction_mark_stale,
-    compaction_needed,
     compaction_reject,
     compaction_revert,
-    over_limits_explanation,
-    working_lessons,
 )
 from memory.compaction.staleness import covered_changes
 from memory.formats.lines import render_working
 from memory.jobs import enqueue_on_commit
 from memory.listing import ListFilters, page_of
-from memory.models import ALL_CATEGORIES, CompactionProposal, Memory, ProposalLine
+from memory.models import ALL_CATEGORIES, CompactionProposal, ProposalLine
 from memory.roles import approver_required, viewer_required
 from memory.selectors import with_refs
 from memory.services import Actor, RevertError

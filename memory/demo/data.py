@@ -20,7 +20,7 @@ PROJECTS = [
 
 C, W = "core", "working"
 P, D, A = "PATTERN", "DECISION", "ARCHITECTURE"
-O, H, T = "OBSERVATION", "HYPOTHESIS", "TODO"
+O, H, T = "OBSERVATION", "HYPOTHESIS", "TODO"  # noqa: E741 -- one-letter codes, like C/W/P/D/A above, keep the table below scannable
 
 # --- Storefront API: TypeScript, Fastify, Prisma, Postgres, Redis, Stripe --------------------------
 

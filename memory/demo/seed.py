@@ -130,24 +130,37 @@ def seed_memory(memory, today):
             )
         )
     n = len(created)
+    n += _seed_confirmed(memory, batch, today, section + 1)
+    n += _seed_curation(memory, created, today, section + 2)
+    services.memory_bump_version(memory)
+    return n
 
+
+def _seed_confirmed(memory, batch, today, section):
+    """The lesson seen again on several days, in the one memory the demo data gives it to. Returns lessons created."""
     who, where, text, refs, days = data.CONFIRMED
-    if (who, where) == (persona_name, slug):
-        lesson = services.lesson_create(
-            memory=memory,
-            category="OBSERVATION",
-            text=text,
-            refs=refs,
-            lesson_date=today - timedelta(days=days[0]),
-            section=section + 1,
-            batch=batch,
-            actor=ACTOR,
-            bump=False,
-        )
-        for d in days[1:]:
-            services.lesson_confirm(lesson=lesson, confirmed_on=today - timedelta(days=d))
-        n += 1
+    if (who, where) != (memory.persona.name, memory.project.slug):
+        return 0
+    lesson = services.lesson_create(
+        memory=memory,
+        category="OBSERVATION",
+        text=text,
+        refs=refs,
+        lesson_date=today - timedelta(days=days[0]),
+        section=section,
+        batch=batch,
+        actor=ACTOR,
+        bump=False,
+    )
+    for d in days[1:]:
+        services.lesson_confirm(lesson=lesson, confirmed_on=today - timedelta(days=d))
+    return 1
 
+
+def _seed_curation(memory, created, today, section):
+    """What people did by hand: lessons superseded by later ones, low-value notes deleted. Returns lessons created."""
+    persona_name, slug = memory.persona.name, memory.project.slug
+    n = 0
     cleanup = services.batch_create(
         memory=memory,
         kind=ChangeBatch.Kind.MANUAL,
@@ -166,7 +179,7 @@ def seed_memory(memory, today):
             refs=new_refs,
             relevance=old.relevance,
             lesson_date=today - timedelta(days=1),
-            section=section + 2,
+            section=section,
             batch=cleanup,
             actor=ACTOR,
             bump=False,
@@ -176,10 +189,13 @@ def seed_memory(memory, today):
         )
         n += 1
     # A couple of low-value working notes were deleted by hand; they stay restorable.
-    deletable = [l for l in created if l.tier == Tier.WORKING and not l.protected and l.relevance == "low"]
+    deletable = [
+        lesson
+        for lesson in created
+        if lesson.tier == Tier.WORKING and not lesson.protected and lesson.relevance == "low"
+    ]
     for lesson in deletable[:2]:
         services.lesson_delete(lesson=lesson, actor=ACTOR, batch=cleanup, reason="no longer relevant")
-    services.memory_bump_version(memory)
     return n
 
 

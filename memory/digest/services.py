@@ -14,6 +14,7 @@ from django.utils.timesince import timesince
 from memory.digest.models import DigestPreference
 from memory.digest.selectors import digest_items_for, digest_recipients
 from memory.review_queue import is_overdue
+from memory.webhooks.selectors import paused_endpoints_for
 
 log = logging.getLogger(__name__)
 
@@ -28,9 +29,10 @@ def digest_preference_set(*, user, daily_digest):
     return pref
 
 
-def digest_message(*, user, items, now):
-    """The digest email of one approver (None when nothing waits for them)."""
-    if not items:
+def digest_message(*, user, items, now, paused=()):
+    """The digest email of one approver (None when nothing waits for them and no webhook of theirs is
+    paused)."""
+    if not items and not paused:
         return None
     rows = [
         {
@@ -46,15 +48,22 @@ def digest_message(*, user, items, now):
         "user": user,
         "rows": rows,
         "count": len(rows),
-        "oldest": rows[0]["waited"],
+        "oldest": rows[0]["waited"] if rows else "",
+        "paused": [
+            {"endpoint": e, "url": settings.SITE_URL + reverse("admin:memory_webhookendpoint_change", args=[e.pk])}
+            for e in paused
+        ],
         "overdue": overdue,
         "overdue_days": settings.REVIEW_OVERDUE_DAYS,
         "account_url": settings.SITE_URL + reverse("account"),
     }
-    subject = (
-        f"Night Watch Memory: {len(rows)} item{'s' if len(rows) != 1 else ''} "
-        f"wait{'' if len(rows) != 1 else 's'} for your review (oldest: {rows[0]['waited']})"
-    )
+    if rows:
+        subject = (
+            f"Night Watch Memory: {len(rows)} item{'s' if len(rows) != 1 else ''} "
+            f"wait{'' if len(rows) != 1 else 's'} for your review (oldest: {rows[0]['waited']})"
+        )
+    else:
+        subject = f"Night Watch Memory: {len(paused)} webhook endpoint{'s' if len(paused) != 1 else ''} paused"
     message = EmailMultiAlternatives(
         subject, render_to_string("memory/digest/email.txt", context), settings.DEFAULT_FROM_EMAIL, [user.email]
     )
@@ -72,7 +81,7 @@ def digest_send_all(*, force=False, now=None):
     for user in digest_recipients():
         if not force and recent.get(user.pk) and now - recent[user.pk] < RESEND_AFTER:
             continue
-        message = digest_message(user=user, items=digest_items_for(user), now=now)
+        message = digest_message(user=user, items=digest_items_for(user), now=now, paused=paused_endpoints_for(user))
         if message is not None:
             messages.append(message)
             sent_to.append(user)

@@ -7,6 +7,7 @@ that notes every attempt it sends; after the SDK call returns or fails, the atte
 """
 
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -69,10 +70,8 @@ def recording_http_client(base_cls, engine, **kwargs):
             return response
 
         def __del__(self):
-            try:
+            with suppress(Exception):
                 self.close()
-            except Exception:
-                pass
 
     return RecordingHttpClient(**kwargs)
 

@@ -4,23 +4,45 @@ working.md:  ## 2025-01-31 [OBSERVATION]
              - [OBSERVATION] text (ref: src/a.ts#L1-L2)
              <blank line>
 core.md:     - [PATTERN] text (ref: src/a.ts#L1) (promoted 2025-01-31)
+agents:      - [12] [PATTERN] text (ref: src/a.ts#L1, stale)   (a lesson with its id, for recall)
 
 Lessons imported without a date stay without one: bare lines before the first section of
 working.md, no `(promoted …)` in core.md.
 """
 
+from typing import NamedTuple
+
 from memory.refs import format_ref_list
 
 
-def _body(category, text, refs):
+def _body(category, text, refs, lesson_id=None):
     # Never write the doubled tag (`- [PATTERN] [PATTERN] text`) some old files contain.
     tag = f"[{category}]"
     while category and text.startswith(tag):
         text = text[len(tag) :].lstrip()
     line = f"- [{category}] {text}" if category else f"- {text}"
+    if lesson_id is not None:
+        line = f"- [{lesson_id}] {line[2:]}"
     if refs:
         line += f" (ref: {format_ref_list(refs)})"
     return line
+
+
+class _WrittenRef(NamedTuple):
+    """A ref already written as text (as a payload keeps it), and whether a check found it stale."""
+
+    text: str
+    stale: bool
+
+    def as_text(self):
+        return self.text
+
+
+def id_line(lesson_id, category, text, ref_texts=(), stale=()):
+    """The line of a compiled lesson with its id in front, for agents that recall lessons by id: refs
+    given as text, those in `stale` marked as compiled memory marks them."""
+    stale = set(stale)
+    return _body(category, text, [_WrittenRef(ref, ref in stale) for ref in ref_texts], lesson_id=lesson_id)
 
 
 def working_line(category, text, refs=()):

@@ -30,7 +30,6 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from datetime import timezone as dt_timezone
 from pathlib import Path
 
 from django.conf import settings
@@ -415,10 +414,10 @@ def read_memory_folder(
 def _read_legacy(mem, legacy_lines, has_working, rel):
     if has_working:
         # Both exist: the original would have ignored main.md. Keep what working.md lacks.
-        seen = {(l.category, l.text, l.lesson_date) for l in mem.working}
-        extra = [l for l in legacy_lines if (l.category, l.text, l.lesson_date) not in seen]
+        seen = {(line.category, line.text, line.lesson_date) for line in mem.working}
+        extra = [line for line in legacy_lines if (line.category, line.text, line.lesson_date) not in seen]
         if extra:
-            offset = max((l.section for l in mem.working), default=0)
+            offset = max((line.section for line in mem.working), default=0)
             for line in extra:
                 line.section += offset
             mem.working += extra

@@ -29,7 +29,6 @@ from memory.formats.nightwatch import (
     _nfc,
     _read,
     _unparsed,
-    _visible_dirs,
     parse_bullet,
 )
 from memory.models import Lesson, LessonStatus, Tier
@@ -127,7 +126,7 @@ def read_workspace_folder(folder, root, persona_name, project_folder, tree=None)
             )
             for line in lines:
                 line.section += section_base
-            section_base += 1 + max((l.section for l in lines), default=0)
+            section_base += 1 + max((line.section for line in lines), default=0)
             mem.working += lines
     learnings = folder / LEARNINGS_DIR
     for name, category in LEARNING_FILES.items() if tree.is_dir(learnings) else ():
@@ -138,7 +137,7 @@ def read_workspace_folder(folder, root, persona_name, project_folder, tree=None)
             )
             for line in lines:
                 line.section += section_base
-            section_base += 1 + max((l.section for l in lines), default=0)
+            section_base += 1 + max((line.section for line in lines), default=0)
             mem.working += lines
     if (folder / SOUL).is_file():
         mem.notes.append(f"{rel}/{SOUL}: describes the persona; edit the persona itself, it is not imported as lessons")

@@ -5,7 +5,7 @@ memory (the former name is kept as an alias and redirects); the old numeric addr
 """
 
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 
 from memory.access import memory_for_user_or_404, visible_memories
 from memory.lessons.paths import addressable, memory_path

@@ -1,15 +1,18 @@
 """Reads for the review dashboard: the home grid, the filtered lesson list, history."""
 
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.cache import cache
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Count, Prefetch, Q, QuerySet
 
 from memory.formats.lines import render_core, render_working
 from memory.models import Change, ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, Tier
 from memory.refs.models import NEEDS_REVIEW
-from memory.review_queue import has_waiting_items, queue_for
+from memory.review_queue import Queue, has_waiting_items, queue_for
 from memory.selectors import compile_memory
 
 _REFS = Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id"))
@@ -24,15 +27,21 @@ class TierUsage:
     budget: int
 
     @property
-    def over(self):
+    def over(self) -> bool:
         return self.chars > self.budget
 
     @property
-    def percent(self):
+    def percent(self) -> int:
         return min(100, round(100 * self.chars / self.budget)) if self.budget else 100
 
 
-def tier_usage(memory, core_items, working_items):
+# A lesson with its refs, as the tier files render them.
+LessonWithRefs = tuple[Lesson, list[LessonRef]]
+
+
+def tier_usage(
+    memory: Memory, core_items: Sequence[LessonWithRefs], working_items: Sequence[LessonWithRefs]
+) -> tuple[TierUsage, TierUsage]:
     """Size of each tier as the agent's files hold it, against the tier's budget."""
     return (
         TierUsage(len(core_items), len(render_core(core_items)), memory.core_char_budget),
@@ -40,9 +49,11 @@ def tier_usage(memory, core_items, working_items):
     )
 
 
-def active_by_memory(memory_ids):
+def active_by_memory(
+    memory_ids: Iterable[int],
+) -> defaultdict[int, tuple[list[LessonWithRefs], list[LessonWithRefs]]]:
     """{memory_id: (core [(lesson, refs)], working [(lesson, refs)])} in two queries."""
-    grouped = defaultdict(lambda: ([], []))
+    grouped: defaultdict[int, tuple[list[LessonWithRefs], list[LessonWithRefs]]] = defaultdict(lambda: ([], []))
     lessons = (
         Lesson.objects.filter(memory_id__in=memory_ids, status=LessonStatus.ACTIVE)
         .only(
@@ -71,7 +82,7 @@ HOME_PAGE_SIZE = 24
 # What a line costs around its text in the tier's file ("- [PATTERN] " and the newline; a core line's
 # " (promoted 2026-01-31)"). Home shows sizes from database sums over the page's memories; refs and
 # section headings are left out, so the memory page (which renders the files) has the exact figure.
-_LINE_OVERHEAD = {Tier.CORE: 6 + 22, Tier.WORKING: 6}
+_LINE_OVERHEAD: dict[str, int] = {Tier.CORE: 6 + 22, Tier.WORKING: 6}
 
 
 @dataclass
@@ -79,10 +90,10 @@ class MemoryCard:
     memory: Memory
     core: TierUsage
     working: TierUsage
-    queue: object  # review_queue.Queue of this memory
+    queue: Queue  # of this memory
 
 
-def tier_sizes(memory_ids):
+def tier_sizes(memory_ids: Iterable[int]) -> dict[tuple[int, str], tuple[int, int]]:
     """{(memory_id, tier): (count, approximate chars)} of active lessons, summed by the database over
     these memories only: one query whose rows read are bounded by the page, not the organisation."""
     from django.db.models import Count, Sum
@@ -100,7 +111,9 @@ def tier_sizes(memory_ids):
     }
 
 
-def home_memories(user, *, q="", team="", waiting=False, include_archived=False):
+def home_memories(
+    user: User, *, q: str = "", team: str = "", waiting: bool = False, include_archived: bool = False
+) -> QuerySet[Memory]:
     """The memories home lists for `user`, its teams' first, grouped by team then persona and project."""
     from django.db.models import F
 
@@ -122,7 +135,7 @@ def home_memories(user, *, q="", team="", waiting=False, include_archived=False)
     return memories.order_by(F("project__team__name").asc(nulls_last=True), "persona__name", "project__name", "id")
 
 
-def memory_cards(memories, review_counts):
+def memory_cards(memories: Sequence[Memory], review_counts: dict[str, Any]) -> list[MemoryCard]:
     """A card per memory of one page: counts and sizes from one aggregate query over those memories."""
     sizes = tier_sizes([m.pk for m in memories])
     cards = []
@@ -146,15 +159,15 @@ class BudgetState:
 
     core: TierUsage
     working: TierUsage
-    core_cut: list
-    working_cut: list
+    core_cut: list[int]
+    working_cut: list[int]
 
     @property
-    def cut_ids(self):
+    def cut_ids(self) -> set[int]:
         return set(self.core_cut) | set(self.working_cut)
 
 
-def budget_state(memory):
+def budget_state(memory: Memory) -> BudgetState:
     """BudgetState of one memory, cached per memory version (every mutation bumps it)."""
     key = f"nw:dash:budget:{memory.pk}:{memory.version}"
     state = cache.get(key)
@@ -178,7 +191,17 @@ STATUS_CHOICES = [
 ]
 
 
-def lesson_queryset(memory, *, tier="", category="", relevance="", status="active", q="", path="", refs=""):
+def lesson_queryset(
+    memory: Memory,
+    *,
+    tier: str = "",
+    category: str = "",
+    relevance: str = "",
+    status: str = "active",
+    q: str = "",
+    path: str = "",
+    refs: str = "",
+) -> QuerySet[Lesson]:
     """The memory page's lessons: core first, then working, each in file order."""
     lessons = Lesson.objects.filter(memory=memory)
     if tier:
@@ -202,7 +225,7 @@ def lesson_queryset(memory, *, tier="", category="", relevance="", status="activ
     )
 
 
-def cited_entries(lesson):
+def cited_entries(lesson: Lesson) -> list[dict[str, Any]]:
     """The transcript entries a lesson cites, cleaned, in transcript order (empty when none are stored)."""
     from memory.pipeline.transcripts import transcript_entries
 
@@ -212,7 +235,7 @@ def cited_entries(lesson):
     return [e for e in transcript_entries(lesson.interaction.transcript) if e["id"] in wanted]
 
 
-def lesson_with_context(lesson_id):
+def lesson_with_context(lesson_id: int) -> Lesson:
     return (
         Lesson.objects.select_related("memory__persona", "memory__project", "interaction", "superseded_by")
         .prefetch_related(_REFS_CHECKED, Prefetch("derived_from", queryset=Lesson.objects.only("id", "tier", "text")))
@@ -223,7 +246,7 @@ def lesson_with_context(lesson_id):
 # --- history ---------------------------------------------------------------------------------
 
 
-def memory_batches(memory, changes_per_batch=None):
+def memory_batches(memory: Memory, changes_per_batch: int | None = None) -> QuerySet[ChangeBatch]:
     """Batches newest first, each with `first_changes`: its first `changes_per_batch` (all when None); paginate."""
     # The page names a change's lesson and what reverted it by id only, so nothing is joined: a join
     # to the lessons let PostgreSQL hash every lesson of the store to find a page's few hundred, and one
@@ -240,7 +263,7 @@ def memory_batches(memory, changes_per_batch=None):
     )
 
 
-def change_counts(batches):
+def change_counts(batches: Iterable[ChangeBatch]) -> dict[int, int]:
     """{batch id: its number of changes} for `batches` (one page), counted by the database."""
     return dict(
         Change.objects.filter(batch_id__in=[b.pk for b in batches])
@@ -250,7 +273,7 @@ def change_counts(batches):
     )
 
 
-def lesson_changes(lesson):
+def lesson_changes(lesson: Lesson) -> QuerySet[Change]:
     return (
         Change.objects.filter(lesson=lesson)
         .select_related("batch__actor_user", "batch__reverted_by", "reverted_by")

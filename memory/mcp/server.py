@@ -270,14 +270,23 @@ def _append(tool, persona, project, **fields):
     return _result(text, data)
 
 
-def _register(server):
-    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    appends = ToolAnnotations(
-        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
-    )
+_READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+_APPENDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+
+
+def _register(server: MCPServer) -> None:
+    """The tools and the resource, in the order clients list them."""
+    _register_reads(server)
+    _register_lesson_tools(server)
+    _register_progress_tools(server)
+    _register_resources(server)
+
+
+def _register_reads(server: MCPServer) -> None:
+    """Reading the memory: the compiled text, one lesson with its provenance, a search."""
 
     @server.tool(
-        annotations=read_only,
+        annotations=_READ_ONLY,
         description=(
             "Your compiled memory of a project: core lessons (approved by people, permanent) then working "
             "memory (recent observations, newest last), trimmed to the memory's budget. Call it at the start "
@@ -294,7 +303,7 @@ def _register(server):
         return _result(text, data)
 
     @server.tool(
-        annotations=read_only,
+        annotations=_READ_ONLY,
         description=(
             "One lesson by id (the number in brackets in get_memory or find_lessons) with its provenance: the "
             "interaction it came from and the transcript entries it cites, the lessons it was derived from, "
@@ -309,7 +318,7 @@ def _register(server):
         return _result(json.dumps(_jsonable(data), indent=1, ensure_ascii=False), data)
 
     @server.tool(
-        annotations=read_only,
+        annotations=_READ_ONLY,
         description=(
             "Search your active lessons of a project: by file or folder (a path ending with / means "
             "everything under it), by category, by tier, and by words (each also matching its other forms; "
@@ -350,8 +359,12 @@ def _register(server):
         header = f"{page['count']} lesson(s) in {slug} match{more}."
         return _result("\n".join([header, *lines]) + "\n", {"project": slug, **page})
 
+
+def _register_lesson_tools(server: MCPServer) -> None:
+    """Appending lessons to working memory: a fact, a learning, an error and its fix."""
+
     @server.tool(
-        annotations=appends,
+        annotations=_APPENDS,
         description=(
             "Record a lasting fact or decision about the project (a working DECISION lesson; pass category "
             "ARCHITECTURE for structure, PATTERN for a convention). Use it when something is settled and "
@@ -376,7 +389,7 @@ def _register(server):
         return _append("save_fact", persona, project, text=text, category=category, refs=refs, relevance=relevance)
 
     @server.tool(
-        annotations=appends,
+        annotations=_APPENDS,
         description=(
             "Record an insight from this session (a working OBSERVATION; pass category PATTERN for a "
             "reusable way of doing things). Use it when you learned something a later session would want "
@@ -399,7 +412,7 @@ def _register(server):
         return _append("log_learning", persona, project, text=text, category=category, refs=refs, relevance=relevance)
 
     @server.tool(
-        annotations=appends,
+        annotations=_APPENDS,
         description=(
             "Record an error you hit and what fixes or avoids it (a working OBSERVATION that keeps the "
             "error message). `text` says what to do; `error` is the message as it appeared. Use it so the "
@@ -418,8 +431,12 @@ def _register(server):
     ) -> CallToolResult:
         return _append("log_error", persona, project, text=text, error=error, refs=refs, relevance=relevance)
 
+
+def _register_progress_tools(server: MCPServer) -> None:
+    """Recording the work itself: a progress note, an interaction to reflect on."""
+
     @server.tool(
-        annotations=appends,
+        annotations=_APPENDS,
         description=(
             "Note progress for today (a low-relevance working OBSERVATION: the first thing trimmed when "
             "memory is over budget). Use it for what was done or is left, not for lessons worth keeping — "
@@ -434,7 +451,7 @@ def _register(server):
         return _append("daily_log", persona, project, text=text, refs=refs)
 
     @server.tool(
-        annotations=appends,
+        annotations=_APPENDS,
         description=(
             "Submit what happened in a piece of work (a review, a fix, a deliberation) for reflection: the "
             "server distils it into working lessons in the background. Give a summary, the trigger, the "
@@ -484,6 +501,10 @@ def _register(server):
         if data["error"]:
             text += f" Reflection error: {data['error']}"
         return _result(text, data)
+
+
+def _register_resources(server: MCPServer) -> None:
+    """The compiled memory as a resource, for clients that read resources rather than call tools."""
 
     @server.resource(
         RESOURCE_TEMPLATE,

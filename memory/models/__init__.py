@@ -5,7 +5,9 @@ from memory.pipeline.models import *  # noqa: F403
 from memory.promotions.models import *  # noqa: F403
 from memory.refinement.models import *  # noqa: F403
 from memory.refs.models import *  # noqa: F403
+from memory.sso.models import *  # noqa: F403
 from memory.sync.models import *  # noqa: F403
+from memory.webhooks.models import *  # noqa: F403
 
 from .core import (  # noqa: F401
     ALL_CATEGORIES,

@@ -307,6 +307,9 @@ class LessonConfirmation(models.Model):
     class Meta:
         ordering = ["confirmed_on", "id"]
 
+    def __str__(self):
+        return f"Lesson #{self.lesson_id} seen again on {self.confirmed_on}"
+
 
 class ActorType(models.TextChoices):
     USER = "user", "User"
@@ -467,3 +470,6 @@ class LLMCall(models.Model):
             # The purposes to filter by: distinct values read from the index, not from every row.
             models.Index(fields=["purpose"], name="llmcall_purpose"),
         ]
+
+    def __str__(self):
+        return f"{self.purpose} via {self.provider} ({self.outcome})"

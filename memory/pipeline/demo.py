@@ -85,7 +85,7 @@ def seed(stdout=None):
     memory = Memory.objects.filter(persona__name=DEMO_PERSONA, project__slug=DEMO_PROJECT).first()
     if memory is None:
         return
-    first, *rest = [_interaction(memory, *session) for session in SESSIONS]
+    first, *_rest = [_interaction(memory, *session) for session in SESSIONS]
     if not PipelineRun.objects.filter(memory=memory, interaction=first).exists():
         run = PipelineRun.objects.create(memory=memory, interaction=first)
         run = pipeline_run_execute(run_id=run.pk, engine=OfflineEngine())

@@ -9,6 +9,8 @@ PHASES = ("observer", "reflector", "pruner")
 
 
 class PipelineRun(models.Model):
+    url_namespace = "pipeline"  # its page is pipeline:run (review events link to it)
+
     class Status(models.TextChoices):
         RUNNING = "running", "Running"
         COMPLETED = "completed", "Completed"

@@ -53,7 +53,7 @@ def lesson_tokens(lesson):
 
 
 def memory_tokens(lessons):
-    return sum(len(l.text) for l in lessons) // 4
+    return sum(len(lesson.text) for lesson in lessons) // 4
 
 
 def token_budget(memory):
@@ -111,13 +111,13 @@ def observe(ctx):
     recorded = []
     tool = ObserverTool(
         allowed_ids=[e["id"] for e in entries],
-        known_hashes={l.content_hash for l in working},
+        known_hashes={lesson.content_hash for lesson in working},
         on_record=lambda when, content, relevance, ids: recorded.append((when, content, relevance, ids)),
     )
     prompt = (
         f"Current local time: {stamp(timezone.now())}\n\nCURRENT REFLECTIONS:\n"
         f"{_bulleted(_current_reflection_texts(ctx.memory))}\n\nCURRENT OBSERVATIONS:\n"
-        f"{_bulleted([observation_line(l) for l in working])}\n\n"
+        f"{_bulleted([observation_line(lesson) for lesson in working])}\n\n"
         "Record what the new chunk adds with record_observations, citing its source entry ids. Stop "
         "and reply with one short sentence once it is covered.\n\nNEW CONVERSATION CHUNK:\n"
         f"{render_chunk(entries)}"
@@ -181,9 +181,9 @@ def reflect(ctx):
     # What candidates (pending or decided) already hold: the same group is not proposed again.
     covered = covered_lesson_sets(ctx.memory)
     existing = {content_hash(c.text): ("candidate", c.pk) for c in pending}
-    existing.update({content_hash(l.text): ("core", l.pk) for l in core})
+    existing.update({content_hash(lesson.text): ("core", lesson.pk) for lesson in core})
     by_key = {("candidate", c.pk): c for c in pending}
-    by_key.update({("core", l.pk): l for l in core})
+    by_key.update({("core", lesson.pk): lesson for lesson in core})
     new = []  # [content, set(ids)]
     merges = defaultdict(set)  # existing key -> ids to add
 
@@ -206,11 +206,11 @@ def reflect(ctx):
             merges[key].update(ids)
         return len(current_support(key) - before) > 0 or (key[0] == "core" and bool(set(ids) - before))
 
-    obs_lines = [observation_line(l) for l in working]
+    obs_lines = [observation_line(lesson) for lesson in working]
     for pass_no in range(1, REFLECTOR_MAX_PASSES + 1):
         ctx.progress.enter("reflector", pass_no, REFLECTOR_MAX_PASSES)
         tool = ReflectorTool(
-            observation_ids=[l.pk for l in working],
+            observation_ids=[lesson.pk for lesson in working],
             existing=existing,
             on_new=on_new,
             on_merge=on_merge,
@@ -228,7 +228,7 @@ def reflect(ctx):
             handler=tool,
             purpose="pipeline reflector",
             policy=offline.reflector_policy(working, pass_no, existing, covered),
-            deltas=lambda: {
+            deltas=lambda tool=tool: {
                 "reflections_added": tool.added,
                 "reflections_merged": tool.merged,
                 "rejected": tool.rejected,
@@ -250,7 +250,7 @@ def _choose_category(text):
 
 @transaction.atomic
 def _store_reflections(ctx, working, new, merges, by_key, covered=()):
-    lessons = {l.pk: l for l in working}
+    lessons = {lesson.pk: lesson for lesson in working}
     refs = {lesson.pk: [r.as_text() for r in lesson.refs.all()] for lesson in working}
     engine = str(getattr(ctx.engine, "provider", "offline"))[:40]
     actor = services.Actor.system("observation pipeline")
@@ -309,13 +309,13 @@ def prune(ctx):
         ctx.progress.save(error="Pruning skipped: a compaction proposal is already waiting for review.")
         return
     base_version = Memory.objects.values_list("version", flat=True).get(pk=ctx.memory.pk)
-    coverage = coverage_counts(ctx.memory, [l.pk for l in working])
+    coverage = coverage_counts(ctx.memory, [lesson.pk for lesson in working])
     tool = PrunerTool(pool=working, cost=lesson_tokens)
     drop_pass = {}
     for pass_no in range(1, PRUNER_MAX_PASSES + 1):
         ctx.progress.enter("pruner", pass_no, PRUNER_MAX_PASSES)
         dropped_before = len(tool.dropped)
-        remaining = [l for l in working if l.pk not in set(tool.dropped)]
+        remaining = [lesson for lesson in working if lesson.pk not in set(tool.dropped)]
         still = max(0, memory_tokens(remaining) - budget)
         if still == 0:
             break
@@ -324,7 +324,7 @@ def prune(ctx):
             f"{budget} tokens. Still to cut: about {still} tokens. "
             f"{prompts.pass_guidance(prompts.PRUNER_PASSES, pass_no, PRUNER_MAX_PASSES)}"
         )
-        lines = [observation_line(l, coverage.get(l.pk, 0)) for l in remaining]
+        lines = [observation_line(lesson, coverage.get(lesson.pk, 0)) for lesson in remaining]
         prompt = f"{pressure}\n\nOBSERVATIONS:\n" + "\n".join(lines)
         ctx.run_tools(
             system=prompts.PRUNER_SYSTEM,
@@ -351,14 +351,18 @@ def prune(ctx):
 def _store_drop_proposal(ctx, working, dropped, drop_pass, coverage, base_version):
     """The drops as a compaction proposal (every other lesson kept as it is), reviewed on the usual diff page."""
     dropped_set = set(dropped)
-    by_id = {l.pk: l for l in working}
+    by_id = {lesson.pk: lesson for lesson in working}
     draft = Draft(
         lines=[
             DraftLine(
-                category=l.category, text=l.text, refs=[r.as_text() for r in l.refs.all()], source_ids=[l.pk], kind=KEPT
+                category=lesson.category,
+                text=lesson.text,
+                refs=[r.as_text() for r in lesson.refs.all()],
+                source_ids=[lesson.pk],
+                kind=KEPT,
             )
-            for l in working
-            if l.pk not in dropped_set
+            for lesson in working
+            if lesson.pk not in dropped_set
         ],
         drops=[
             DraftDrop(

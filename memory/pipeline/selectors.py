@@ -1,11 +1,13 @@
 """Reads of the observation pipeline for its pages."""
 
-from django.db.models import Count
+from typing import Any
 
-from memory.models import Lesson, LessonStatus, PromotionCandidate, Relevance, Tier
+from django.db.models import Count, QuerySet
+
+from memory.models import Lesson, LessonStatus, Memory, PipelineRun, PromotionCandidate, Relevance, Tier
 
 
-def relevance_histogram(memory):
+def relevance_histogram(memory: Memory) -> list[tuple[str, int]]:
     """{relevance: count} of the active working lessons, in every relevance order (one query)."""
     counts = dict(
         Lesson.objects.filter(memory=memory, tier=Tier.WORKING, status=LessonStatus.ACTIVE)
@@ -16,10 +18,10 @@ def relevance_histogram(memory):
     return [(r.value, counts.get(r.value, 0)) for r in Relevance]
 
 
-def run_results(run):
+def run_results(run: PipelineRun) -> dict[str, list[Any]]:
     """What a finished run created: observations, new reflections (pending candidates) and, when the memory
     sends reflections straight to core, core lessons. Three queries."""
-    lessons = []
+    lessons: list[Lesson] = []
     if run.batch_id:
         lessons = list(
             Lesson.objects.filter(changes__batch_id=run.batch_id, changes__action="create")
@@ -28,17 +30,16 @@ def run_results(run):
             .distinct()
         )
     return {
-        "observations": [l for l in lessons if l.tier == Tier.WORKING],
-        "core": [l for l in lessons if l.tier == Tier.CORE],
+        "observations": [lesson for lesson in lessons if lesson.tier == Tier.WORKING],
+        "core": [lesson for lesson in lessons if lesson.tier == Tier.CORE],
         "reflections": list(
             PromotionCandidate.objects.filter(memory_id=run.memory_id, evidence__run=run.pk).order_by("id")
         ),
     }
 
 
-def runs_needing_a_look():
+def runs_needing_a_look() -> QuerySet[PipelineRun]:
     """Failed runs waiting in the review queue."""
-    from memory.models import PipelineRun
     from memory.review_queue import runs_needing_a_look as needing
 
     return needing(

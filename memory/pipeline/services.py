@@ -5,21 +5,25 @@ short transaction, through memory.services, into the run's single `pipeline` bat
 reverts as one unit). The run row is updated after every tool call so the progress page can follow.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any, cast
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from memory import services
-from memory.engines.base import EngineError
+from memory.engines.base import Engine, EngineError, OfflinePolicy, Tool, ToolCall, ToolResult, ToolSession
 from memory.engines.registry import get_engine
 from memory.jobs import enqueue_on_commit
 from memory.models import ChangeBatch, Interaction, Memory, PipelineRun
 from memory.pipeline import phases
 from memory.pipeline.transcripts import parse_pasted_transcript
+from memory.review_queue import announce_run
 from memory.textcheck import text_problem
 
 MAX_TURNS = 12
@@ -33,7 +37,7 @@ class PipelineError(Exception):
 # Start
 
 
-def pipeline_sweep(*, memory_id=None):
+def pipeline_sweep(*, memory_id: int | None = None) -> int:
     """Mark failed the running runs that stopped making progress (their worker died).
 
     What such a run already stored stays in its batch, revertible from the memory's history.
@@ -43,16 +47,24 @@ def pipeline_sweep(*, memory_id=None):
     stuck = PipelineRun.objects.filter(status=PipelineRun.Status.RUNNING, heartbeat_at__lt=cutoff)
     if memory_id is not None:
         stuck = stuck.filter(memory_id=memory_id)
-    return stuck.update(
-        status=PipelineRun.Status.FAILED,
-        finished_at=timezone.now(),
-        error=f"No progress for {settings.PIPELINE_HEARTBEAT_TIMEOUT} s: the worker running it stopped. "
-        "Anything it stored is in its batch and can be reverted from the memory's history.",
-    )
+    with transaction.atomic():
+        failed = list(stuck.select_for_update())
+        PipelineRun.objects.filter(pk__in=[run.pk for run in failed], status=PipelineRun.Status.RUNNING).update(
+            status=PipelineRun.Status.FAILED,
+            finished_at=timezone.now(),
+            error=f"No progress for {settings.PIPELINE_HEARTBEAT_TIMEOUT} s: the worker running it stopped. "
+            "Anything it stored is in its batch and can be reverted from the memory's history.",
+        )
+        for run in failed:
+            run.status = PipelineRun.Status.FAILED
+            announce_run(run, "review.waiting")
+    return len(failed)
 
 
 @transaction.atomic
-def pipeline_start(*, memory, actor, interaction=None, transcript_text=""):
+def pipeline_start(
+    *, memory: Memory, actor: services.Actor, interaction: Interaction | None = None, transcript_text: str = ""
+) -> PipelineRun:
     """Create a run (and an interaction from a pasted transcript) and enqueue it after commit."""
     problem = text_problem(transcript_text or "", multiline=True)
     if problem:
@@ -75,7 +87,7 @@ def pipeline_start(*, memory, actor, interaction=None, transcript_text=""):
     run = PipelineRun.objects.create(
         memory=memory,
         interaction=interaction,
-        created_by=actor.user,
+        created_by=cast("User | None", actor.user),  # Actor.user holds a user or nothing
     )
     enqueue_on_commit("memory.pipeline.run", run.pk)
     return run
@@ -89,14 +101,17 @@ def pipeline_start(*, memory, actor, interaction=None, transcript_text=""):
 class _Progress:
     run: PipelineRun
 
-    def save(self, **values):
+    def save(self, **values: Any) -> None:
         values["heartbeat_at"] = timezone.now()
         for key, value in values.items():
             setattr(self.run, key, value)
-        PipelineRun.objects.filter(pk=self.run.pk).update(**values)
+        with transaction.atomic():
+            PipelineRun.objects.filter(pk=self.run.pk).update(**values)
+            if values.get("status") == PipelineRun.Status.FAILED:
+                announce_run(self.run, "review.waiting")
 
-    def bump(self, **deltas):
-        updates = {}
+    def bump(self, **deltas: int) -> None:
+        updates: dict[str, Any] = {}
         for key, delta in deltas.items():
             if delta:
                 setattr(self.run, key, getattr(self.run, key) + delta)
@@ -105,15 +120,18 @@ class _Progress:
             updates["heartbeat_at"] = self.run.heartbeat_at = timezone.now()
             PipelineRun.objects.filter(pk=self.run.pk).update(**updates)
 
-    def enter(self, phase, pass_no=1, max_passes=1):
+    def enter(self, phase: str, pass_no: int = 1, max_passes: int = 1) -> None:
         completed = list(self.run.completed_phases)
         if self.run.phase and self.run.phase != phase and self.run.phase not in completed:
             completed.append(self.run.phase)
         self.save(phase=phase, pass_no=pass_no, max_passes=max_passes, completed_phases=completed)
 
 
-def _counting(progress, handler, delta_fn):
-    def wrapped(call):
+ToolHandler = Callable[[ToolCall], ToolResult]
+
+
+def _counting(progress: _Progress, handler: ToolHandler, delta_fn: Callable[[], dict[str, int]]) -> ToolHandler:
+    def wrapped(call: ToolCall) -> ToolResult:
         before = delta_fn()
         result = handler(call)
         after = delta_fn()
@@ -123,7 +141,7 @@ def _counting(progress, handler, delta_fn):
     return wrapped
 
 
-def pipeline_run_execute(*, run_id, engine=None):
+def pipeline_run_execute(*, run_id: int, engine: Engine | None = None) -> PipelineRun:
     """Run the three phases of a run. Failures are recorded on the run, never raised."""
     run = PipelineRun.objects.select_related("memory__persona", "interaction").get(pk=run_id)
     if run.status != PipelineRun.Status.RUNNING:
@@ -166,10 +184,10 @@ def pipeline_run_execute(*, run_id, engine=None):
 class _RunContext:
     run: PipelineRun
     memory: Memory
-    engine: object
+    engine: Engine
     progress: _Progress
 
-    def batch(self):
+    def batch(self) -> ChangeBatch | None:
         if self.run.batch_id is None:
             batch = services.batch_create(
                 memory=self.memory,
@@ -181,7 +199,17 @@ class _RunContext:
             self.progress.save(batch=batch)
         return self.run.batch
 
-    def run_tools(self, *, system, prompt, tool, handler, purpose, policy, deltas):
+    def run_tools(
+        self,
+        *,
+        system: str,
+        prompt: str,
+        tool: Tool,
+        handler: ToolHandler,
+        purpose: str,
+        policy: OfflinePolicy | None,
+        deltas: Callable[[], dict[str, int]],
+    ) -> ToolSession:
         return self.engine.run_tools(
             system=system,
             prompt=prompt,

@@ -243,14 +243,14 @@ class PrunerTool:
     """drop_observations: collects proposed drops; critical and protected lessons are refused."""
 
     def __init__(self, *, pool, cost):
-        self.pool = {str(l.pk): l for l in pool}
+        self.pool = {str(lesson.pk): lesson for lesson in pool}
         self.cost = cost  # lesson -> tokens
         self.dropped = []  # lesson ids, in order
         self.refused = 0
 
     def remaining_tokens(self):
         dropped = set(self.dropped)
-        return sum(self.cost(l) for key, l in self.pool.items() if l.pk not in dropped)
+        return sum(self.cost(lesson) for key, lesson in self.pool.items() if lesson.pk not in dropped)
 
     def __call__(self, call):
         if call.name != DROP_OBSERVATIONS.name:

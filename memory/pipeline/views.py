@@ -3,7 +3,7 @@
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.db.models import Exists, OuterRef
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -11,7 +11,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from memory.access import APPROVE, can, get_for_user_or_404, memory_for_user_or_404, scope, visible_memories
 from memory.listing import ListFilters, page_of
-from memory.models import Interaction, Memory, PipelineRun
+from memory.models import Interaction, PipelineRun
 from memory.pipeline.selectors import relevance_histogram, run_results, runs_needing_a_look
 from memory.pipeline.services import PipelineError, pipeline_start
 from memory.review_queue import run_mark_looked_at

@@ -5,14 +5,17 @@ queues, promotion_detect_run runs in a worker and records its outcome for the in
 """
 
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
 
 from django.core.cache import cache
 from django.db import transaction
-from django.db.models import Case, DateField, F, Value, When
+from django.db.models import Case, DateField, F, QuerySet, Value, When
 from django.utils import timezone
 
-from memory.engines.base import EngineError
+from memory.engines.base import Engine, EngineError
 from memory.engines.registry import get_engine
 from memory.jobs import enqueue_on_commit
 from memory.models import (
@@ -50,8 +53,8 @@ class DetectionOverBudget(DetectionError):
 
 @dataclass
 class DetectionResult:
-    created: list = field(default_factory=list)
-    superseded: list = field(default_factory=list)
+    created: list[PromotionCandidate] = field(default_factory=list)
+    superseded: list[PromotionCandidate] = field(default_factory=list)
     groups: int = 0
     run: DetectionRun | None = None
 
@@ -59,12 +62,12 @@ class DetectionResult:
 class _Coverage:
     """Which candidates already cover a group's evidence, found through the group's first lesson."""
 
-    def __init__(self, candidates):
-        self.by_lesson = defaultdict(list)
+    def __init__(self, candidates: Iterable[PromotionCandidate]) -> None:
+        self.by_lesson: defaultdict[int, list[tuple[PromotionCandidate, set[int], set[int]]]] = defaultdict(list)
         for candidate in candidates:
             self.add(candidate)
 
-    def add(self, candidate):
+    def add(self, candidate: PromotionCandidate) -> None:
         entry = (
             candidate,
             set(candidate.evidence.get("lessons", ())),
@@ -73,7 +76,7 @@ class _Coverage:
         for lesson_id in entry[1]:
             self.by_lesson[lesson_id].append(entry)
 
-    def covers(self, evidence):
+    def covers(self, evidence: dict[str, Any]) -> bool:
         lessons, confirmations = set(evidence["lessons"]), set(evidence["confirmations"])
         return any(
             lessons <= covered_lessons and confirmations <= covered_confirmations
@@ -81,15 +84,15 @@ class _Coverage:
             if candidate.status in COVERING_STATUSES
         )
 
-    def overlapping(self, lesson_ids):
-        seen = {}
+    def overlapping(self, lesson_ids: Iterable[int]) -> list[PromotionCandidate]:
+        seen: dict[int, PromotionCandidate] = {}
         for lesson_id in lesson_ids:
             for candidate, _, _ in self.by_lesson.get(lesson_id, ()):
                 seen[candidate.pk] = candidate
         return list(seen.values())
 
 
-def _load_facts(memory):
+def _load_facts(memory: Memory) -> tuple[list[detection.LessonFacts], dict[int, str]]:
     rows = list(
         Lesson.objects.filter(memory=memory, tier=Tier.WORKING, status=LessonStatus.ACTIVE)
         .order_by("id")
@@ -99,12 +102,12 @@ def _load_facts(memory):
         )
         .values_list("id", "text", "content_hash", "seen_on")
     )
-    paths = defaultdict(list)
+    paths: defaultdict[int, list[str]] = defaultdict(list)
     for lesson_id, path in LessonRef.objects.filter(
         lesson__memory=memory, lesson__tier=Tier.WORKING, lesson__status=LessonStatus.ACTIVE
     ).values_list("lesson_id", "path"):
         paths[lesson_id].append(path)
-    confirmations = defaultdict(list)
+    confirmations: defaultdict[int, list[tuple[int, date]]] = defaultdict(list)
     for conf_id, lesson_id, day in LessonConfirmation.objects.filter(
         lesson__memory=memory, lesson__tier=Tier.WORKING, lesson__status=LessonStatus.ACTIVE
     ).values_list("id", "lesson_id", "confirmed_on"):
@@ -113,14 +116,14 @@ def _load_facts(memory):
     return detection.facts_from_rows(rows, paths, confirmations), current
 
 
-def _outdated(candidate, current_groups):
+def _outdated(candidate: PromotionCandidate, current_groups: set[tuple[int, ...]]) -> bool:
     """A pending candidate of an earlier detector that is not one of the groups found now."""
     if from_reflector(candidate) or candidate.detector == DETECTOR:
         return False
     return tuple(sorted(candidate.evidence.get("lessons", ()))) not in current_groups
 
 
-def _is_stale(candidate, current_hashes):
+def _is_stale(candidate: PromotionCandidate, current_hashes: dict[int, str]) -> bool:
     """A pending candidate whose supporting lessons are no longer active working lessons as proposed."""
     for lesson_id, state in candidate.supporting_state.items():
         current = current_hashes.get(int(lesson_id))
@@ -131,9 +134,11 @@ def _is_stale(candidate, current_hashes):
     return False
 
 
-def _members(lesson_ids, words=None):
+def _members(
+    lesson_ids: Sequence[int], words: dict[int, frozenset[str]] | None = None
+) -> list[tuple[wording.Member, list[Ref]]]:
     """Light records of the grouped lessons and their refs: two queries, no model instances."""
-    refs = defaultdict(list)
+    refs: defaultdict[int, list[Ref]] = defaultdict(list)
     for lesson_id, path, start, end in (
         LessonRef.objects.filter(lesson_id__in=lesson_ids)
         .order_by("lesson_id", "position", "id")
@@ -153,7 +158,7 @@ def _members(lesson_ids, words=None):
     ]
 
 
-def _engine_for(memory, engine):
+def _engine_for(memory: Memory, engine: Engine | None) -> Engine:
     if engine is not None:
         return engine
     try:
@@ -162,11 +167,17 @@ def _engine_for(memory, engine):
         raise DetectionError(f"Detection could not start: {exc}. No candidate was changed.") from None
 
 
-def _texts(lesson_ids):
+def _texts(lesson_ids: Sequence[int]) -> dict[int, str]:
     return {pk: text for pk, (text,) in lesson_rows(lesson_ids, "text").items()}
 
 
-def _verified(memory, proposed, facts, engine, min_dates):
+def _verified(
+    memory: Memory,
+    proposed: list[proposals.Proposed],
+    facts: Sequence[detection.LessonFacts],
+    engine: Engine,
+    min_dates: int,
+) -> list[tuple[proposals.Proposed, str]]:
     """With a model engine, the groups the model confirms (trimmed), each with its note."""
     if engine.provider == "offline" or not proposed:
         return [(p, "") for p in proposed]
@@ -179,12 +190,12 @@ def _verified(memory, proposed, facts, engine, min_dates):
         raise DetectionError(str(exc)) from None
 
 
-def _run_budget(memory, engine):
+def _run_budget(memory: Memory, engine: Engine) -> proposals.Budget:
     limit = memory.persona.detection_token_budget if memory.persona_id else None
     return proposals.Budget(limit, getattr(engine, "recorder", None))
 
 
-def promotion_detect(*, memory, engine=None, place_new=True):
+def promotion_detect(*, memory: Memory, engine: Engine | None = None, place_new: bool = True) -> DetectionResult:
     """Propose every group of working lessons that reached the memory's threshold and is not proposed yet.
 
     With a model engine (anthropic, openai) the model first groups the lessons it has not seen yet
@@ -218,7 +229,7 @@ def promotion_detect(*, memory, engine=None, place_new=True):
     return result
 
 
-def _finish_run(run, budget):
+def _finish_run(run: DetectionRun, budget: proposals.Budget) -> DetectionRun:
     if budget.recorder is not None:
         run.calls, run.tokens_in, run.tokens_out = budget.recorder.totals(budget.since)
     run.finished_at = timezone.now()
@@ -226,7 +237,9 @@ def _finish_run(run, budget):
     return run
 
 
-def _detect(memory, engine, budget, run, place_new=True):
+def _detect(
+    memory: Memory, engine: Engine, budget: proposals.Budget, run: DetectionRun, place_new: bool = True
+) -> DetectionResult:
     min_dates = max(2, memory.promotion_threshold)
     with detection.cyclic_gc_paused():
         facts, current_hashes = _load_facts(memory)
@@ -249,7 +262,7 @@ def _detect(memory, engine, budget, run, place_new=True):
     )
     new = [p for p in found if not coverage.covers(evidence_of(p.group))]
     # Check and word the proposals outside any transaction: a model call may take seconds.
-    proposals_out = []
+    proposals_out: list[tuple[proposals.Proposed, list[Any], wording.Proposal, str]] = []
     if new:
         if engine.provider in proposals.MODEL_PROVIDERS:
             try:
@@ -273,14 +286,20 @@ def _detect(memory, engine, budget, run, place_new=True):
     return _store_detection(memory, proposals_out, current_hashes, current_groups, len(found))
 
 
-def _supersede(candidate, now, reason):
+def _supersede(candidate: PromotionCandidate, now: datetime, reason: str) -> None:
     candidate.status = Status.SUPERSEDED
     candidate.decided_at = now
     candidate.reason = reason
 
 
 @transaction.atomic
-def _store_detection(memory, proposals, current_hashes, current_groups, group_count):
+def _store_detection(
+    memory: Memory,
+    proposals: list[tuple[proposals.Proposed, list[Any], wording.Proposal, str]],
+    current_hashes: dict[int, str],
+    current_groups: set[tuple[int, ...]],
+    group_count: int,
+) -> DetectionResult:
     # One detection at a time per memory, so two runs cannot propose the same group twice.
     Memory.objects.select_for_update().filter(pk=memory.pk).first()
     result = DetectionResult(groups=group_count)
@@ -306,7 +325,7 @@ def _store_detection(memory, proposals, current_hashes, current_groups, group_co
     for candidate in kept:
         candidate.detector = DETECTOR
     PromotionCandidate.objects.bulk_update(kept, ["detector"], batch_size=500)
-    fresh = []
+    fresh: list[PromotionCandidate] = []
     for item, members, proposal, note in proposals:
         evidence = evidence_of(item.group)
         if coverage.covers(evidence):
@@ -341,21 +360,21 @@ def _store_detection(memory, proposals, current_hashes, current_groups, group_co
 STATUS_SECONDS = 24 * 3600
 
 
-def _status_key(memory_id):
+def _status_key(memory_id: int) -> str:
     return f"promotions:detection:{memory_id}"
 
 
-def _set_status(memory_id, state, message):
+def _set_status(memory_id: int, state: str, message: str) -> None:
     cache.set(_status_key(memory_id), {"state": state, "message": message, "at": timezone.now()}, STATUS_SECONDS)
 
 
-def detection_status(memory_ids):
+def detection_status(memory_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
     """{memory id: {"state": queued|running|done|failed, "message", "at"}} of recent detection runs."""
     found = cache.get_many([_status_key(i) for i in memory_ids])
     return {i: found[_status_key(i)] for i in memory_ids if _status_key(i) in found}
 
 
-def detection_targets(memory=None, *, within=None):
+def detection_targets(memory: Memory | None = None, *, within: QuerySet[Memory] | None = None) -> list[Memory]:
     """The memories detection runs on: those of active personas (one, if asked for and active), among
     `within` (a Memory queryset: the memories the person asking may govern) when given."""
     qs = Memory.objects.all() if within is None else within
@@ -363,7 +382,7 @@ def detection_targets(memory=None, *, within=None):
     return list(qs.filter(pk=memory.pk) if memory is not None else qs)
 
 
-def promotion_detect_request(*, memory=None, within=None):
+def promotion_detect_request(*, memory: Memory | None = None, within: QuerySet[Memory] | None = None) -> list[Memory]:
     """Queue detection for one memory or every active one, after the current transaction commits.
 
     Returns the memories queued. The run itself happens in a worker (promotion_detect_run), so a
@@ -376,7 +395,7 @@ def promotion_detect_request(*, memory=None, within=None):
     return targets
 
 
-def promotion_detect_run(*, memory_id, place_new=True):
+def promotion_detect_run(*, memory_id: int, place_new: bool = True) -> int:
     """Run detection for one memory as a job, recording its outcome for the inbox. Returns how many
     candidates it created (0 when the memory is gone, its persona inactive, or the run failed).
 

@@ -185,9 +185,9 @@ def load_corpus(path):
 
 
 def facts_for(memory):
-    rows = [(l.id, l.text, l.key, l.day) for l in memory.lessons]
-    paths = {l.id: [r.path for r in l.refs] for l in memory.lessons}
-    confirmations = {l.id: [(None, d) for d in l.confirmed_on] for l in memory.lessons}
+    rows = [(lesson.id, lesson.text, lesson.key, lesson.day) for lesson in memory.lessons]
+    paths = {lesson.id: [r.path for r in lesson.refs] for lesson in memory.lessons}
+    confirmations = {lesson.id: [(None, d) for d in lesson.confirmed_on] for lesson in memory.lessons}
     facts = detection.facts_from_rows(rows, paths, confirmations)
     for item in facts:
         item.confirmation_ids = ()
@@ -196,7 +196,7 @@ def facts_for(memory):
 
 def score(memory, groups):
     """Scores of the candidate groups (lists of corpus lesson ids) found in one memory."""
-    by_id = {l.id: l for l in memory.lessons}
+    by_id = {lesson.id: lesson for lesson in memory.lessons}
     theme_dates = defaultdict(set)
     theme_members = defaultdict(list)
     for lesson in memory.lessons:
@@ -254,7 +254,7 @@ def evaluate(memories, *, detect=None, recorder=None):
             groups = reflector_groups(facts_for(memory))
         else:
             groups = [g.lesson_ids for g in detect(memory, facts_for(memory))]
-        keys = {l.id: l.key for l in memory.lessons}
+        keys = {lesson.id: lesson.key for lesson in memory.lessons}
         calls, tokens_in, tokens_out = recorder.totals(since) if recorder is not None else (0, 0, 0)
         results.append(
             MemoryResult(
@@ -288,15 +288,16 @@ def model_detector(engine, *, batch_tokens, max_output_tokens, token_budget=None
         facts_by_id = {f.id: f for f in facts}
         budget = proposals.Budget(token_budget, engine.recorder)
         placements = proposals.Placements()
-        items = [proposals.Item(id=l.id, day=l.day, text=l.text) for l in memory.lessons]
+        items = [proposals.Item(id=lesson.id, day=lesson.day, text=lesson.text) for lesson in memory.lessons]
         proposals.place(
             engine, items, placements, batch_tokens=batch_tokens, max_output_tokens=max_output_tokens, budget=budget
         )
         words = detection.detect(facts, min_dates=memory.threshold)
         merged = proposals.merge(words, placements.groups, facts_by_id, min_dates=memory.threshold)
-        lessons = {l.id: SimpleNamespace(text=l.text, lesson_date=l.day) for l in memory.lessons}
+        lessons = {lesson.id: SimpleNamespace(text=lesson.text, lesson_date=lesson.day) for lesson in memory.lessons}
         budget.check(
-            proposals.estimate_checks(merged, {l.id: l.text for l in memory.lessons}), f"checking {len(merged)} groups"
+            proposals.estimate_checks(merged, {lesson.id: lesson.text for lesson in memory.lessons}),
+            f"checking {len(merged)} groups",
         )
         checked = proposals.verify(
             merged, engine=engine, lessons=lessons, facts_by_id=facts_by_id, min_dates=memory.threshold

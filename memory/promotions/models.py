@@ -162,6 +162,13 @@ class ModelPlacement(models.Model):
     class Meta:
         indexes = [models.Index(fields=["memory", "group"], name="placement_memory_group")]
 
+    def __str__(self):
+        return (
+            f"Lesson #{self.lesson_id} in group #{self.group_id}"
+            if self.group_id
+            else f"Lesson #{self.lesson_id} alone"
+        )
+
 
 class DetectionRun(models.Model):
     """One detection run of a memory: its engine, what it cost and how it ended."""

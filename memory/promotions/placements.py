@@ -5,25 +5,29 @@ stored here at once, so a run that stops half-way keeps what was already placed.
 """
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from memory.engines.base import Engine
 from memory.models import Lesson, LessonStatus, Memory, ModelGroup, ModelPlacement, Tier
 from memory.promotions import proposals
+from memory.promotions.detection import LessonFacts
 
 
-def lesson_rows(lesson_ids, *fields):
+def lesson_rows(lesson_ids: Sequence[int], *fields: str) -> dict[int, list[Any]]:
     """{id: (fields...)} of these lessons, in chunks that stay under SQLite's parameter limit."""
-    found = {}
+    found: dict[int, list[Any]] = {}
     for chunk in range(0, len(lesson_ids), 900):
         for pk, *values in Lesson.objects.filter(pk__in=lesson_ids[chunk : chunk + 900]).values_list("id", *fields):
             found[pk] = values
     return found
 
 
-def placements_load(memory, facts):
+def placements_load(memory: Memory, facts: Sequence[LessonFacts]) -> proposals.Placements:
     """What the model has placed in this memory. A lesson edited since it was placed counts as not
     placed: its placement is removed here, so it is shown to the model again."""
     current = {f.id: f.text_key for f in facts}
@@ -40,10 +44,10 @@ def placements_load(memory, facts):
             start=1,
         )
     }
-    edited = set(edited)
-    placed = set()
+    edited_ids = set(edited)
+    placed: set[int] = set()
     for pk, lesson_id, group_id, _ in rows:
-        if pk in edited:
+        if pk in edited_ids:
             continue
         placed.add(lesson_id)
         if group_id in groups and lesson_id in current:
@@ -67,7 +71,9 @@ def placements_load(memory, facts):
 
 
 @transaction.atomic
-def _store_placements(memory, batch, changed, hashes):
+def _store_placements(
+    memory: Memory, batch: proposals.Batch, changed: list[proposals.ModelGroupState], hashes: dict[int, str]
+) -> None:
     """Keep one accepted batch: its new and changed groups and where each of its lessons went."""
     Memory.objects.select_for_update().filter(pk=memory.pk).first()  # one writer per memory, as detection
     now = timezone.now()
@@ -94,7 +100,9 @@ def _store_placements(memory, batch, changed, hashes):
     )
 
 
-def model_groups(memory, facts, engine, budget, place_new=True):
+def model_groups(
+    memory: Memory, facts: Sequence[LessonFacts], engine: Engine, budget: proposals.Budget, place_new: bool = True
+) -> tuple[list[proposals.ModelGroupState], int]:
     """The model's groups of this memory, after showing it the lessons it has not placed yet (or, with
     place_new=False, as placed so far, without calling the model)."""
     state = placements_load(memory, facts)

@@ -10,11 +10,12 @@ distinct dates.
 """
 
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 
 from django.db import transaction
 from django.utils import timezone
 
-from memory.models import Lesson, LessonRef, LessonStatus, PromotionCandidate, Tier
+from memory.models import Lesson, LessonRef, LessonStatus, Memory, PromotionCandidate, Tier
 from memory.promotions import detection, wording
 from memory.promotions.candidates import REFLECTOR, from_reflector, insert_candidates, new_candidate
 from memory.promotions.text import Analyzer
@@ -27,7 +28,7 @@ class _Within:
     """Detection's similarity seen through some of its lessons (local positions 0..n-1), so its
     clustering runs on them with the memory-wide term weights."""
 
-    def __init__(self, sim, positions):
+    def __init__(self, sim: detection.Similarity, positions: Iterable[int]) -> None:
         self.sim, self.positions = sim, list(positions)
         self.n = len(self.positions)
         self.threshold = sim.threshold
@@ -38,56 +39,56 @@ class _Within:
             if i in local and j in local
         )
 
-    def __call__(self, a, b):
+    def __call__(self, a: int, b: int) -> float:
         return self.sim(self.positions[a], self.positions[b])
 
-    def specific(self, a, b):
+    def specific(self, a: int, b: int) -> float:
         return self.sim.specific(self.positions[a], self.positions[b])
 
 
 class ObservationGroups:
     """A memory's working lessons under detection's similarity: how the reflector groups them."""
 
-    def __init__(self, facts):
+    def __init__(self, facts: Iterable[detection.LessonFacts]) -> None:
         self.facts = sorted(facts, key=lambda f: f.id)
         self.position = {f.id: k for k, f in enumerate(self.facts)}
         self.sim = detection.Similarity(self.facts)
         self.trim = len(self.facts) >= detection.TRIM_MIN_LESSONS
 
     @classmethod
-    def of_lessons(cls, lessons):
+    def of_lessons(cls, lessons: Iterable[Lesson]) -> "ObservationGroups":
         """From Lesson instances (refs prefetched or not)."""
-        rows = [(l.pk, l.text, l.content_hash, l.lesson_date) for l in lessons]
-        paths = {l.pk: [r.path for r in l.refs.all()] for l in lessons}
+        rows = [(lesson.pk, lesson.text, lesson.content_hash, lesson.lesson_date) for lesson in lessons]
+        paths = {lesson.pk: [r.path for r in lesson.refs.all()] for lesson in lessons}
         return cls(detection.facts_from_rows(rows, paths, {}))
 
     @classmethod
-    def of_memory(cls, memory):
+    def of_memory(cls, memory: Memory) -> "ObservationGroups":
         """From the memory's active working lessons, as detection reads them (three queries)."""
         rows = list(
             Lesson.objects.filter(memory=memory, tier=Tier.WORKING, status=LessonStatus.ACTIVE)
             .order_by("id")
             .values_list("id", "text", "content_hash", "lesson_date")
         )
-        paths = defaultdict(list)
+        paths: defaultdict[int, list[str]] = defaultdict(list)
         for lesson_id, path in LessonRef.objects.filter(
             lesson__memory=memory, lesson__tier=Tier.WORKING, lesson__status=LessonStatus.ACTIVE
         ).values_list("lesson_id", "path"):
             paths[lesson_id].append(path)
         return cls(detection.facts_from_rows(rows, paths, {}))
 
-    def _positions(self, ids):
+    def _positions(self, ids: Iterable[int]) -> list[int]:
         return sorted({self.position[i] for i in ids if i in self.position})
 
-    def _ids(self, positions):
+    def _ids(self, positions: Iterable[int]) -> list[int]:
         return sorted(self.facts[p].id for p in positions)
 
-    def groups(self, ids=None):
+    def groups(self, ids: Iterable[int] | None = None) -> list[list[int]]:
         """Groups of two or more of these lessons (all when ids is None), as detection builds them:
         average linkage under its guards and cap, then the look-alike trim. Lists of lesson ids."""
         positions = range(len(self.facts)) if ids is None else self._positions(ids)
         within = _Within(self.sim, positions)
-        result = []
+        result: list[list[int]] = []
         for local, _ in detection.average_linkage(within):
             if self.trim:
                 local, _ = detection.trim_loose_members(local, within)
@@ -96,7 +97,7 @@ class ObservationGroups:
                 result.append(self._ids(members))
         return sorted(result)
 
-    def passes(self, ids):
+    def passes(self, ids: Sequence[int]) -> bool:
         """Detection's membership test: at most MAX_MEMBERS working lessons, no two unrelated, each
         close enough to the rest on average, and none the look-alike trim would take out."""
         positions = self._positions(ids)
@@ -104,16 +105,16 @@ class ObservationGroups:
             return False
         return len(positions) < 2 or self._loosest(positions) is None
 
-    def _loosest(self, positions):
+    def _loosest(self, positions: list[int]) -> int | None:
         """The member that breaks the test (None when every member belongs)."""
         sim, n = self.sim, len(positions)
-        means = {}
+        means: dict[int, float] = {}
         for p in positions:
             scores = [sim(p, q) for q in positions if q != p]
             if min(scores) < detection.MIN_PAIR_SIMILARITY:
                 return min(positions, key=lambda x: sum(sim(x, q) for q in positions if q != x))
             means[p] = sum(scores) / (n - 1)
-        loosest = min(positions, key=means.get)
+        loosest = min(positions, key=lambda p: means[p])
         if means[loosest] < sim.threshold:
             return loosest
         if self.trim and n >= 3:
@@ -123,7 +124,7 @@ class ObservationGroups:
                 return next(p for k, p in enumerate(positions) if k not in set(kept))
         return None
 
-    def _settle(self, positions):
+    def _settle(self, positions: Iterable[int]) -> list[int]:
         """Take members out, loosest first, until the rest passes the test."""
         positions = sorted(positions)
         while len(positions) > detection.MAX_MEMBERS:
@@ -135,7 +136,7 @@ class ObservationGroups:
             positions.remove(loosest)
         return positions
 
-    def about(self, ids, text):
+    def about(self, ids: Iterable[int], text: str) -> int | None:
         """Which of these lessons the text is about: the one whose weighted terms it shares most
         (the first on a tie)."""
         terms = set(Analyzer().terms(text))
@@ -145,7 +146,7 @@ class ObservationGroups:
         vectors = self.sim.vectors
         return max(known, key=lambda i: (sum(vectors[self.position[i]].get(t, 0.0) for t in terms), -i))
 
-    def fit(self, ids, text):
+    def fit(self, ids: Iterable[int], text: str) -> list[int]:
         """The observations a reflection with this text keeps: the group among `ids` that holds the
         observation it is about (that one alone when the words put it in no group)."""
         anchor = self.about(ids, text)
@@ -156,12 +157,12 @@ class ObservationGroups:
                 return group
         return [anchor]
 
-    def accepts(self, members, new_id):
+    def accepts(self, members: Iterable[int], new_id: int) -> bool:
         """Whether a reflection backed by `members` may add `new_id`: the grown group passes the test."""
         return self.passes(sorted(set(members) | {new_id}))
 
 
-def covered_lesson_sets(memory):
+def covered_lesson_sets(memory: Memory) -> list[set[int]]:
     """The lesson ids of every candidate that keeps a group from being proposed again (pending or decided)."""
     from memory.promotions.candidates import COVERING_STATUSES
 
@@ -173,7 +174,16 @@ def covered_lesson_sets(memory):
     ]
 
 
-def reflection_propose(*, memory, text, category, lessons, refs, engine, run_id):
+def reflection_propose(
+    *,
+    memory: Memory,
+    text: str,
+    category: str,
+    lessons: Sequence[Lesson],
+    refs: Iterable[str],
+    engine: str,
+    run_id: int | None,
+) -> PromotionCandidate:
     """A pending candidate for a reflection of the observation pipeline, backed by its observations.
 
     Call inside the pipeline's transaction, with observations that pass ObservationGroups.passes
@@ -182,7 +192,12 @@ def reflection_propose(*, memory, text, category, lessons, refs, engine, run_id)
     """
     if len(lessons) > detection.MAX_MEMBERS:
         raise ValueError(f"a reflection is backed by at most {detection.MAX_MEMBERS} observations")
-    evidence = {"lessons": sorted(l.pk for l in lessons), "confirmations": [], "source": REFLECTOR, "run": run_id}
+    evidence = {
+        "lessons": sorted(lesson.pk for lesson in lessons),
+        "confirmations": [],
+        "source": REFLECTOR,
+        "run": run_id,
+    }
     proposal = wording.Proposal(
         text=text, category=category, refs=[parse_ref(r) for r in refs], engine=str(engine)[:40]
     )
@@ -190,8 +205,8 @@ def reflection_propose(*, memory, text, category, lessons, refs, engine, run_id)
         memory,
         proposal,
         evidence,
-        [(l, ()) for l in lessons],
-        len({l.lesson_date for l in lessons}),
+        [(lesson, ()) for lesson in lessons],
+        len({lesson.lesson_date for lesson in lessons}),
         timezone.now(),
         detector=REFLECTOR,
     )
@@ -199,7 +214,9 @@ def reflection_propose(*, memory, text, category, lessons, refs, engine, run_id)
     return created
 
 
-def reflection_support(*, candidate, lessons, groups=None):
+def reflection_support(
+    *, candidate: PromotionCandidate, lessons: Iterable[Lesson], groups: ObservationGroups | None = None
+) -> PromotionCandidate:
     """More observations back a pending reflection, each only if the grown group still passes
     detection's membership test (so it never grows past the cap); its evidence, supporting lessons
     and date count follow. A candidate of detection is never changed: its lessons are the group
@@ -207,11 +224,12 @@ def reflection_support(*, candidate, lessons, groups=None):
     if not from_reflector(candidate) or candidate.status != Status.PENDING:
         return candidate
     have = set(candidate.evidence.get("lessons", []))
-    offered = [l for l in lessons if l.pk not in have]
+    offered = [lesson for lesson in lessons if lesson.pk not in have]
     if not offered:
         return candidate
     groups = groups or ObservationGroups.of_memory(candidate.memory)
-    members, added = sorted(have), []
+    members = sorted(have)
+    added: list[Lesson] = []
     for lesson in offered:
         if groups.accepts(members, lesson.pk):
             members = sorted(set(members) | {lesson.pk})
@@ -219,7 +237,10 @@ def reflection_support(*, candidate, lessons, groups=None):
     if not added:
         return candidate
     candidate.evidence = {**candidate.evidence, "lessons": members}
-    candidate.supporting_state = {**candidate.supporting_state, **{str(l.pk): {"hash": l.content_hash} for l in added}}
+    candidate.supporting_state = {
+        **candidate.supporting_state,
+        **{str(lesson.pk): {"hash": lesson.content_hash} for lesson in added},
+    }
     candidate.supporting.add(*added)
     candidate.distinct_dates = len(
         set(Lesson.objects.filter(pk__in=candidate.evidence["lessons"]).values_list("lesson_date", flat=True))
@@ -229,7 +250,7 @@ def reflection_support(*, candidate, lessons, groups=None):
 
 
 @transaction.atomic
-def reflections_reevaluate(*, memory):
+def reflections_reevaluate(*, memory: Memory) -> list[tuple[PromotionCandidate, PromotionCandidate | None]]:
     """Pending reflections that break the grouping rules (more than MAX_MEMBERS observations, or
     observations detection would not put together) are superseded by one backed by only the group
     that holds the observation each is about. Run once by redetect_promotions; a reflection that
@@ -244,7 +265,8 @@ def reflections_reevaluate(*, memory):
     if not pending:
         return []
     groups = ObservationGroups.of_memory(memory)
-    replaced, now = [], timezone.now()
+    replaced: list[tuple[PromotionCandidate, PromotionCandidate | None]] = []
+    now = timezone.now()
     for old in pending:
         ids = old.evidence.get("lessons", [])
         if groups.passes(ids):
@@ -253,7 +275,7 @@ def reflections_reevaluate(*, memory):
         lessons = list(Lesson.objects.filter(pk__in=keep).prefetch_related("refs").order_by("id"))
         new = None
         if lessons:
-            refs = list(dict.fromkeys(r.as_text() for l in lessons for r in l.refs.all()))
+            refs = list(dict.fromkeys(r.as_text() for lesson in lessons for r in lesson.refs.all()))
             new = reflection_propose(
                 memory=memory,
                 text=old.text,

@@ -25,6 +25,8 @@ DEFAULT_LANGUAGE = "english"
 # Languages we can both recognise (stop words) and stem (Snowball).
 OTHER_LANGUAGES = ("german", "spanish", "french", "italian", "portuguese", "dutch")
 
+# Word lists, each kept on one line rather than one word per line.
+# fmt: off
 ENGLISH_STOP_WORDS = frozenset(
     [
         "a",
@@ -249,6 +251,7 @@ PATH_NOISE = frozenset(
         "rs",
     ]
 )
+# fmt: on
 
 _ALWAYS_DROPPED = ENGLISH_STOP_WORDS | PATH_NOISE
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")

@@ -7,7 +7,7 @@ reach these views: they need a signed-in session with the approver permission.
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
@@ -22,7 +22,7 @@ from memory.access import (
     visible_personas,
     visible_projects,
 )
-from memory.models import CORE_CATEGORIES, Memory, PromotionBulkDecision, PromotionCandidate
+from memory.models import CORE_CATEGORIES, PromotionBulkDecision, PromotionCandidate
 from memory.promotions import selectors
 from memory.promotions.services import (
     BULK_MAX,

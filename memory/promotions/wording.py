@@ -53,7 +53,7 @@ class Member:
     category: str
     lesson_date: date
     content_hash: str = ""
-    words: frozenset = field(default=None, repr=False)
+    words: frozenset[str] | None = field(default=None, repr=False)  # significant_words(text) when not given
 
     def __post_init__(self):
         if self.words is None:

@@ -49,6 +49,8 @@ def seed(stdout):
     tidy, attacked = memories
     _run(tidy, OfflineEngine(recorder=CallRecorder(memory=tidy)), stdout, "offline de-duplication")
     victims = Lesson.objects.filter(memory=attacked, tier="core", status="active").order_by("id")
-    script = [[ToolCall(f"d{l.pk}", "delete", {"id": l.pk})] for l in victims] + [[ToolCall("end", "complete", {})]]
+    script = [[ToolCall(f"d{lesson.pk}", "delete", {"id": lesson.pk})] for lesson in victims] + [
+        [ToolCall("end", "complete", {})]
+    ]
     engine = ScriptedEngine(turns=script, completions=["YES"], recorder=CallRecorder(memory=attacked))
     _run(attacked, engine, stdout, "mass deletion")

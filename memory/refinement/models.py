@@ -31,6 +31,8 @@ class RefinementPromptVersion(models.Model):
 
 
 class RefinementRun(models.Model):
+    url_namespace = "refinement"  # its page is refinement:run (review events link to it)
+
     class Status(models.TextChoices):
         RUNNING = "running", "Running"
         COMPLETED = "completed", "Completed"

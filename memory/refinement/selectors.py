@@ -2,16 +2,20 @@
 
 import difflib
 import json
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
 
-from django.db.models import Count, Max, Q
+from django.contrib.auth.models import User
+from django.db.models import Count, Max, Q, QuerySet
 
 from memory.access import scope, visible_memories
-from memory.models import Lesson, RefinementOperation, RefinementRun
+from memory.models import Lesson, Memory, RefinementOperation, RefinementRun
 
-STATUS_FILTERS = [("", "All")] + list(RefinementRun.Status.choices)
+STATUS_FILTERS = [("", "All"), *RefinementRun.Status.choices]
 
 
-def runs_needing_a_look():
+def runs_needing_a_look() -> QuerySet[RefinementRun]:
     """Rolled-back (terminated) and failed runs waiting in the review queue."""
     from memory.review_queue import runs_needing_a_look as needing
 
@@ -23,7 +27,7 @@ def runs_needing_a_look():
     )
 
 
-def runs_for_list(status="", *, user):
+def runs_for_list(status: str = "", *, user: User) -> QuerySet[RefinementRun]:
     from django.db.models import Exists, OuterRef
 
     # needs_look: the list says how long each run in the review queue has waited.
@@ -38,14 +42,14 @@ def runs_for_list(status="", *, user):
     return runs
 
 
-def status_counts(*, user):
+def status_counts(*, user: User) -> dict[str, int]:
     rows = scope(RefinementRun.objects.all(), user).values("status").annotate(n=Count("id"))
     counts = {r["status"]: r["n"] for r in rows}
     counts[""] = sum(counts.values())
     return counts
 
 
-def memories_for_refinement(*, user):
+def memories_for_refinement(*, user: User) -> QuerySet[Memory]:
     return (
         visible_memories(user)
         .select_related("persona", "project")
@@ -54,17 +58,17 @@ def memories_for_refinement(*, user):
     )
 
 
-def with_refinement_counts(memories):
+def with_refinement_counts(memories: Iterable[Memory]) -> list[Memory]:
     """`memories` (one page) each given `core_count`, `running` and `last_run`: grouped over their ids only."""
     memories = list(memories)
     ids = [m.pk for m in memories]
-    core = dict(
+    core: dict[int, int] = dict(
         Lesson.objects.filter(memory_id__in=ids, tier="core", status="active")
         .order_by()
         .values_list("memory_id")
         .annotate(n=Count("id"))
     )
-    runs = {
+    runs: dict[int, Any] = {
         row["memory_id"]: row
         for row in RefinementRun.objects.filter(memory_id__in=ids)
         .order_by()
@@ -72,16 +76,16 @@ def with_refinement_counts(memories):
         .annotate(running=Count("id", filter=Q(status="running")), last_run=Max("started_at"))
     }
     for memory in memories:
-        memory.core_count = core.get(memory.pk, 0)
-        memory.running = runs.get(memory.pk, {}).get("running", 0)
-        memory.last_run = runs.get(memory.pk, {}).get("last_run")
+        memory.core_count = core.get(memory.pk, 0)  # type: ignore[attr-defined]  # set for the page only
+        memory.running = runs.get(memory.pk, {}).get("running", 0)  # type: ignore[attr-defined]
+        memory.last_run = runs.get(memory.pk, {}).get("last_run")  # type: ignore[attr-defined]
     return memories
 
 
-def word_diff(before, after):
+def word_diff(before: str | None, after: str | None) -> list[tuple[str, str]]:
     """[(kind, text)] with kind in same/del/ins, word by word; rendered escaped by the template."""
     a, b = (before or "").split(" "), (after or "").split(" ")
-    out = []
+    out: list[tuple[str, str]] = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
         if tag == "equal":
             out.append(("same", " ".join(a[i1:i2])))
@@ -92,12 +96,12 @@ def word_diff(before, after):
     return out
 
 
-def operation_rows(run):
+def operation_rows(run: RefinementRun) -> list[dict[str, Any]]:
     """Each operation with per-lesson before/after pairs and a text diff where text changed."""
     rows = []
     for op in run.operations.order_by("seq"):
-        before = {str(l["id"]): l for l in op.before or []}
-        pairs = []
+        before = {str(lesson["id"]): lesson for lesson in op.before or []}
+        pairs: list[dict[str, Any]] = []
         for lesson in op.after or []:
             key = str(lesson["id"])
             prior = before.pop(key, None)
@@ -112,20 +116,22 @@ def operation_rows(run):
                     "is_new": prior is None and op.mutating,
                 }
             )
-        for key, prior in before.items():
+        for prior in before.values():
             pairs.append({"id": prior["id"], "before": prior, "after": None, "diff": None, "is_new": False})
         rows.append({"op": op, "pairs": pairs, "args": json.dumps(op.arguments, ensure_ascii=False)})
     return rows
 
 
-def run_timeline(run):
+def run_timeline(run: RefinementRun) -> list[dict[str, Any]]:
     """A finished run step by step, with seconds since it started: start, consent, each operation, end.
     Shown the same whether the page watched the run or opened after it ended. One query."""
 
-    def offset(at):
+    def offset(at: datetime | None) -> float | None:
         return (at - run.started_at).total_seconds() if at and run.started_at else None
 
-    steps = [{"label": "Started", "offset": 0.0, "detail": f"{run.trigger} run, mass {run.mass_before} tokens"}]
+    steps: list[dict[str, Any]] = [
+        {"label": "Started", "offset": 0.0, "detail": f"{run.trigger} run, mass {run.mass_before} tokens"}
+    ]
     if run.consent_answer:
         steps.append({"label": "Consent", "offset": None, "detail": run.consent_answer.strip()[:80]})
     for op in run.operations.order_by("seq"):
@@ -140,7 +146,7 @@ def run_timeline(run):
     return steps
 
 
-def run_counts(run):
+def run_counts(run: RefinementRun) -> dict[str, int]:
     return run.operations.aggregate(
         refused=Count("id", filter=Q(outcome=RefinementOperation.Outcome.REFUSED)),
         errors=Count("id", filter=Q(outcome=RefinementOperation.Outcome.ERROR)),

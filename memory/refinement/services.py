@@ -6,15 +6,17 @@ reverted as one change batch.
 """
 
 import logging
+from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from memory import services
-from memory.engines.base import EngineError
+from memory.engines.base import Engine, EngineError
 from memory.models import (
     REFINEMENT_OP_CAP,
     ChangeBatch,
@@ -27,7 +29,14 @@ from memory.models import (
     Tier,
 )
 from memory.refinement import prompts
-from memory.refinement.session import TOOLS, RefinementSession, finish_run, lesson_fingerprint, mass_of_chars
+from memory.refinement.session import (
+    TOOLS,
+    RefinementSession,
+    StagedOp,
+    finish_run,
+    lesson_fingerprint,
+    mass_of_chars,
+)
 from personas.models import Persona
 
 log = logging.getLogger(__name__)
@@ -35,12 +44,14 @@ log = logging.getLogger(__name__)
 MAX_PROMPT_CHARS = 8000
 
 
-def _next_number(persona):
+def _next_number(persona: Persona) -> int:
     return (RefinementPromptVersion.objects.filter(persona=persona).aggregate(n=Max("number"))["n"] or 0) + 1
 
 
 @transaction.atomic
-def refinement_prompt_save(*, persona, text, user, note=""):
+def refinement_prompt_save(
+    *, persona: Persona, text: str | None, user: User | None, note: str = ""
+) -> RefinementPromptVersion:
     """Save a new version of the persona's refinement prompt (blank = the conservative default)."""
     text = (text or "").replace("\r\n", "\n").strip()
     if len(text) > MAX_PROMPT_CHARS:
@@ -68,7 +79,7 @@ MIN_THRESHOLD_PERCENT = 50  # below half, the breaker would let a run delete mos
 
 
 @transaction.atomic
-def refinement_threshold_set(*, persona, percent):
+def refinement_threshold_set(*, persona: Persona, percent: str | float) -> Persona:
     """Set the persona's retention threshold from a percentage (50–100); later runs use it."""
     try:
         value = float(str(percent).strip().rstrip("%"))
@@ -82,7 +93,7 @@ def refinement_threshold_set(*, persona, percent):
 
 
 @transaction.atomic
-def refinement_prompt_restore(*, version, user):
+def refinement_prompt_restore(*, version: RefinementPromptVersion, user: User | None) -> RefinementPromptVersion:
     """Restoring an old version saves it again as the newest version."""
     return refinement_prompt_save(
         persona=version.persona, text=version.text, user=user, note=f"restored from version {version.number}"
@@ -96,7 +107,7 @@ class MemoryChanged(Exception):
     pass
 
 
-def _name_new_lesson(run, op, lesson):
+def _name_new_lesson(run: RefinementRun, op: StagedOp, lesson: Lesson) -> None:
     """The operation's record showed the new lesson as "new-N"; now that it exists, show its id."""
     record = RefinementOperation.objects.filter(run=run, seq=op.seq).first()
     if record is None:
@@ -106,7 +117,7 @@ def _name_new_lesson(run, op, lesson):
 
 
 @transaction.atomic
-def apply_session(session):
+def apply_session(session: RefinementSession) -> ChangeBatch | None:
     """Write the staged actions and the run's final state in one transaction, or nothing."""
     run = RefinementRun.objects.select_for_update().get(pk=session.run.pk)
     if run.status != RefinementRun.Status.RUNNING:
@@ -114,10 +125,10 @@ def apply_session(session):
     memory = Memory.objects.get(pk=run.memory_id)
     batch = None
     if session.ops:
-        touched = set()
+        touched: set[int] = set()
         for op in session.ops:
             touched.update(op.args["ids"] if op.action == "consolidate" else [op.args["id"]])
-        current = {l.pk: l for l in Lesson.objects.select_for_update().filter(pk__in=touched)}
+        current = {lesson.pk: lesson for lesson in Lesson.objects.select_for_update().filter(pk__in=touched)}
         for pk in touched:
             if pk not in current or lesson_fingerprint(current[pk]) != session.originals[pk]:
                 raise MemoryChanged(f"lesson {pk} was changed while the run was in progress; nothing was applied")
@@ -183,7 +194,7 @@ class RefinementBusy(Exception):
     pass
 
 
-def core_mass(memory):
+def core_mass(memory: Memory) -> int:
     chars = sum(
         len(t)
         for t in Lesson.objects.filter(memory=memory, tier=Tier.CORE, status=LessonStatus.ACTIVE).values_list(
@@ -194,7 +205,7 @@ def core_mass(memory):
 
 
 @transaction.atomic
-def refinement_run_create(*, memory, trigger="manual", user=None):
+def refinement_run_create(*, memory: Memory, trigger: str = "manual", user: User | None = None) -> RefinementRun:
     """Open a run record (status running) for a worker to execute; one running run per memory."""
     memory = Memory.objects.select_for_update().select_related("persona").get(pk=memory.pk)
     if RefinementRun.objects.filter(memory=memory, status=RefinementRun.Status.RUNNING).exists():
@@ -210,13 +221,13 @@ def refinement_run_create(*, memory, trigger="manual", user=None):
     )
 
 
-def _engine_for(persona, memory):
+def _engine_for(persona: Persona, memory: Memory) -> Engine:
     from memory.engines.registry import get_engine
 
     return get_engine(persona, memory=memory)
 
 
-def refinement_run_execute(*, run_id, engine=None, max_turns=None):
+def refinement_run_execute(*, run_id: int, engine: Engine | None = None, max_turns: int | None = None) -> RefinementRun:
     """Ask consent, run the tool session, apply or discard. Returns the run (final state)."""
     run = RefinementRun.objects.select_related("memory__persona").get(pk=run_id)
     if run.status != RefinementRun.Status.RUNNING:
@@ -224,26 +235,7 @@ def refinement_run_execute(*, run_id, engine=None, max_turns=None):
     memory, persona = run.memory, run.memory.persona
     try:
         engine = engine or _engine_for(persona, memory)
-        run.engine = getattr(engine, "provider", "")[:40]
-        consent = prompts.build_consent_prompt()
-        RefinementRun.objects.filter(pk=run.pk).update(
-            engine=run.engine, consent_prompt=consent, current_action="asking consent", heartbeat_at=timezone.now()
-        )
-        run.consent_prompt = consent
-        if run.engine == "offline":
-            answer = "YES"  # the offline policy only ever merges exact and near-exact duplicates
-        else:
-            completion = engine.complete(
-                system=prompts.REFINEMENT_SYSTEM, prompt=consent, purpose="refinement_consent", max_tokens=16
-            )
-            answer = completion.text or ""
-            run.tokens_in += completion.tokens_in
-            run.tokens_out += completion.tokens_out
-        RefinementRun.objects.filter(pk=run.pk).update(
-            consent_answer=answer[:2000], tokens_in=run.tokens_in, tokens_out=run.tokens_out
-        )
-        run.consent_answer = answer[:2000]
-        if not prompts.consent_given(answer):
+        if not prompts.consent_given(_ask_consent(run, engine)):
             finish_run(
                 run,
                 RefinementRun.Status.DECLINED,
@@ -252,22 +244,7 @@ def refinement_run_execute(*, run_id, engine=None, max_turns=None):
             )
             return run
 
-        session = RefinementSession.load(run)
-        lessons = sorted((s for s in session.lessons.values()), key=lambda s: s.id)
-        ledger_rows = Lesson.objects.filter(pk__in=[s.id for s in lessons]).order_by("id")
-        prompt = prompts.build_refinement_prompt(persona, memory, lessons=list(ledger_rows))
-        version = RefinementPromptVersion.objects.filter(persona=persona).order_by("-number").first()
-        session.run.mass_before = int(mass_of_chars(session.chars_before))
-        RefinementRun.objects.filter(pk=run.pk).update(
-            system_prompt=prompts.REFINEMENT_SYSTEM,
-            prompt_sent=prompt,
-            prompt_version=version,
-            mass_before=session.run.mass_before,
-            current_action="session started",
-            heartbeat_at=timezone.now(),
-        )
-        run.system_prompt, run.prompt_sent, run.prompt_version = prompts.REFINEMENT_SYSTEM, prompt, version
-
+        session, prompt = _start_session(run, persona, memory)
         policy = None
         if run.engine == "offline":
             from memory.refinement.offline import dedupe_policy
@@ -279,7 +256,7 @@ def refinement_run_execute(*, run_id, engine=None, max_turns=None):
             tools=TOOLS,
             handler=session.handle,
             purpose="refinement",
-            max_turns=max_turns or getattr(settings, "REFINEMENT_MAX_TURNS", 30),
+            max_turns=max_turns or int(getattr(settings, "REFINEMENT_MAX_TURNS", 30)),
             should_stop=session.should_stop,
             offline_policy=policy,
         )
@@ -299,7 +276,51 @@ def refinement_run_execute(*, run_id, engine=None, max_turns=None):
     return run
 
 
-def _fail(run, error):
+def _ask_consent(run: RefinementRun, engine: Engine) -> str:
+    """Ask the agent whether it agrees to refine its memory; records prompt, answer and tokens. Returns the answer."""
+    run.engine = getattr(engine, "provider", "")[:40]
+    consent = prompts.build_consent_prompt()
+    RefinementRun.objects.filter(pk=run.pk).update(
+        engine=run.engine, consent_prompt=consent, current_action="asking consent", heartbeat_at=timezone.now()
+    )
+    run.consent_prompt = consent
+    if run.engine == "offline":
+        answer = "YES"  # the offline policy only ever merges exact and near-exact duplicates
+    else:
+        completion = engine.complete(
+            system=prompts.REFINEMENT_SYSTEM, prompt=consent, purpose="refinement_consent", max_tokens=16
+        )
+        answer = completion.text or ""
+        run.tokens_in += completion.tokens_in
+        run.tokens_out += completion.tokens_out
+    RefinementRun.objects.filter(pk=run.pk).update(
+        consent_answer=answer[:2000], tokens_in=run.tokens_in, tokens_out=run.tokens_out
+    )
+    run.consent_answer = answer[:2000]
+    return answer
+
+
+def _start_session(run: RefinementRun, persona: Persona, memory: Memory) -> tuple[RefinementSession, str]:
+    """Load the session over the memory's lessons and record the prompt it starts from. Returns (session, prompt)."""
+    session = RefinementSession.load(run)
+    lessons = sorted((s for s in session.lessons.values()), key=lambda s: s.id)
+    ledger_rows = Lesson.objects.filter(pk__in=[s.id for s in lessons]).order_by("id")
+    prompt = prompts.build_refinement_prompt(persona, memory, lessons=list(ledger_rows))
+    version = RefinementPromptVersion.objects.filter(persona=persona).order_by("-number").first()
+    session.run.mass_before = int(mass_of_chars(session.chars_before))
+    RefinementRun.objects.filter(pk=run.pk).update(
+        system_prompt=prompts.REFINEMENT_SYSTEM,
+        prompt_sent=prompt,
+        prompt_version=version,
+        mass_before=session.run.mass_before,
+        current_action="session started",
+        heartbeat_at=timezone.now(),
+    )
+    run.system_prompt, run.prompt_sent, run.prompt_version = prompts.REFINEMENT_SYSTEM, prompt, version
+    return session, prompt
+
+
+def _fail(run: RefinementRun, error: str) -> None:
     RefinementOperation.objects.filter(run=run, outcome=RefinementOperation.Outcome.APPLIED, mutating=True).update(
         outcome=RefinementOperation.Outcome.ROLLED_BACK
     )
@@ -315,11 +336,11 @@ def _fail(run, error):
 # --- crash safety -------------------------------------------------------------------------------
 
 
-def refinement_sweep(*, timeout=None, now=None):
+def refinement_sweep(*, timeout: float | None = None, now: datetime | None = None) -> int:
     """Fail every running run whose heartbeat is older than the timeout; returns how many."""
     timeout = settings.REFINEMENT_HEARTBEAT_TIMEOUT if timeout is None else timeout
     now = now or timezone.now()
-    cutoff = now - timezone.timedelta(seconds=timeout)
+    cutoff = now - timedelta(seconds=timeout)
     swept = 0
     for run_id in RefinementRun.objects.filter(
         status=RefinementRun.Status.RUNNING, heartbeat_at__lt=cutoff
@@ -334,9 +355,10 @@ def refinement_sweep(*, timeout=None, now=None):
                 continue
             # Applying a run commits its final status in the same transaction, so a running run has no
             # committed batch; should one exist anyway, undo it before failing the run.
-            if run.batch_id and not run.batch.reverted_by_id:
+            batch = run.batch if run.batch_id else None
+            if batch is not None and not batch.reverted_by_id:
                 services.batch_revert(
-                    batch=run.batch,
+                    batch=batch,
                     actor=services.Actor.job("refinement sweeper"),
                     reason="refinement run stopped without finishing",
                 )
@@ -352,17 +374,18 @@ def refinement_sweep(*, timeout=None, now=None):
 # --- revert a completed run ---------------------------------------------------------------------
 
 
-def refinement_run_revert(*, run, actor, reason=""):
+def refinement_run_revert(*, run: RefinementRun, actor: services.Actor, reason: str = "") -> ChangeBatch:
     if run.status != RefinementRun.Status.COMPLETED:
         raise services.RevertError(
             f"Only a completed run can be reverted (this one is {run.get_status_display().lower()})."
         )
-    if run.batch_id is None:
+    batch = run.batch
+    if batch is None:
         raise services.RevertError("This run changed nothing; there is nothing to revert.")
-    return services.batch_revert(batch=run.batch, actor=actor, reason=reason or f"Revert of refinement run #{run.pk}")
+    return services.batch_revert(batch=batch, actor=actor, reason=reason or f"Revert of refinement run #{run.pk}")
 
 
-def refinement_follow_revert(*, batch, revert_batch):
+def refinement_follow_revert(*, batch: ChangeBatch, revert_batch: ChangeBatch) -> None:
     """Reverting a completed run's batch marks the run reverted."""
     RefinementRun.objects.filter(batch=batch, status=RefinementRun.Status.COMPLETED).update(
         status=RefinementRun.Status.REVERTED, current_action=f"reverted by change batch #{revert_batch.pk}"

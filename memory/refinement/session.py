@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.utils import timezone
 
 from memory import services
@@ -47,6 +48,7 @@ from memory.models import (
     Relevance,
     Tier,
 )
+from memory.review_queue import announce_run
 
 log = logging.getLogger(__name__)
 
@@ -432,11 +434,14 @@ def finish_run(run, status, **fields):
     """Move a running run to its final status (no-op if something else already ended it)."""
     fields.setdefault("finished_at", timezone.now())
     fields["heartbeat_at"] = timezone.now()
-    updated = RefinementRun.objects.filter(pk=run.pk, status=RefinementRun.Status.RUNNING).update(
-        status=status, **fields
-    )
-    if updated:
-        run.status = status
-        for key, value in fields.items():
-            setattr(run, key, value)
+    with transaction.atomic():
+        updated = RefinementRun.objects.filter(pk=run.pk, status=RefinementRun.Status.RUNNING).update(
+            status=status, **fields
+        )
+        if updated:
+            run.status = status
+            for key, value in fields.items():
+                setattr(run, key, value)
+            if status in (RefinementRun.Status.TERMINATED, RefinementRun.Status.FAILED):
+                announce_run(run, "review.waiting")
     return bool(updated)

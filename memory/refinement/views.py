@@ -4,7 +4,7 @@ from django import forms
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -19,7 +19,7 @@ from memory.access import (
     visible_memories,
 )
 from memory.listing import ListFilters, page_of
-from memory.models import REFINEMENT_OP_CAP, Memory, RefinementPromptVersion, RefinementRun
+from memory.models import REFINEMENT_OP_CAP, RefinementPromptVersion, RefinementRun
 from memory.refinement import prompts, selectors
 from memory.refinement.scheduling import refinement_start
 from memory.refinement.services import (
@@ -231,7 +231,7 @@ def prompt_edit(request, persona_pk):
 def prompt_preview(request, persona_pk):
     persona = get_for_user_or_404(request.user, Persona.objects.all(), pk=persona_pk, action=APPROVE, via=PERSONA)
     text = request.POST.get("text", "")[:MAX_PROMPT_CHARS]
-    memories, memory = _preview_memory(persona, request)
+    _memories, memory = _preview_memory(persona, request)
     context = {
         "persona": persona,
         "memory": memory,

@@ -2,6 +2,8 @@
 
 import logging
 import re
+from collections.abc import Sequence
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -11,10 +13,10 @@ from memory import services
 from memory.engines.base import EngineError
 from memory.engines.registry import get_engine
 from memory.jobs import enqueue_on_commit
-from memory.models import ChangeBatch, Interaction, Memory
+from memory.models import AgentToken, ChangeBatch, Interaction, Memory
 from memory.reflection.parsing import ParsedLesson, ReflectionParseError, is_vague, parse_reflection
 from memory.reflection.prompts import build_reflection_prompt
-from memory.refs import parse_ref
+from memory.refs import Ref, parse_ref
 from memory.services import MAX_LESSON_CHARS
 from memory.textcheck import check_text
 from personas.compiler import compile_system_prompt
@@ -25,7 +27,16 @@ REFLECTION_PURPOSE = "reflection"
 
 
 @transaction.atomic
-def interaction_create(*, memory, trigger_type, summary, outcome="", files_changed=(), transcript=(), agent_token=None):
+def interaction_create(
+    *,
+    memory: Memory,
+    trigger_type: str,
+    summary: str,
+    outcome: str = "",
+    files_changed: Sequence[str] = (),
+    transcript: Sequence[dict[str, Any]] = (),
+    agent_token: AgentToken | None = None,
+) -> Interaction:
     """Record what happened and reflect on it once the transaction commits."""
     trigger_type = check_text(trigger_type, field="trigger_type")
     outcome = check_text(outcome or "", field="outcome")
@@ -49,12 +60,12 @@ def interaction_create(*, memory, trigger_type, summary, outcome="", files_chang
     return interaction
 
 
-def offline_reflection(interaction):
+def offline_reflection(interaction: Interaction) -> list[ParsedLesson]:
     """No model: the summary itself is the lesson, as one OBSERVATION pointing at the changed files."""
     text = re.sub(r"\s+", " ", interaction.summary).strip()
     if len(text) > MAX_LESSON_CHARS:
         text = text[: MAX_LESSON_CHARS - 1].rstrip() + "…"
-    refs = []
+    refs: list[Ref] = []
     for item in interaction.files_changed or []:
         try:
             refs.append(parse_ref(str(item)))
@@ -63,14 +74,14 @@ def offline_reflection(interaction):
     return [ParsedLesson(category="OBSERVATION", text=text, refs=refs, vague=is_vague(text, refs))]
 
 
-def interaction_mark_failed(*, interaction_id, error):
+def interaction_mark_failed(*, interaction_id: int, error: object) -> None:
     """Record why reflection failed; an interaction already reflected is left as it is."""
     Interaction.objects.filter(pk=interaction_id, status=Interaction.Status.PENDING).update(
         status=Interaction.Status.FAILED, error=str(error)[:4000], reflected_at=timezone.now()
     )
 
 
-def interaction_reflect(*, interaction_id):
+def interaction_reflect(*, interaction_id: int) -> list[int]:
     """Reflect on one interaction. Idempotent: an interaction already reflected (or failed) is left alone.
 
     Returns the list of new lesson ids. The model call happens outside any transaction; the store
@@ -106,7 +117,7 @@ def interaction_reflect(*, interaction_id):
 
 
 @transaction.atomic
-def _store(interaction_id, parsed):
+def _store(interaction_id: int, parsed: list[ParsedLesson]) -> list[int]:
     interaction = Interaction.objects.select_for_update().get(pk=interaction_id)
     if interaction.status != Interaction.Status.PENDING:
         return []  # another worker got here first

@@ -137,7 +137,7 @@ def _anchor_now(anchor, files, read, head, folders):
 
 def _recheck(anchor, files, read, head, change, folders):
     """A ref verified at an earlier commit: is it still there, elsewhere, or not at all?"""
-    modified, deleted, renamed = change if change is not None else (None, set(), {})
+    modified, _deleted, renamed = change if change is not None else (None, set(), {})
     path = anchor.path
     if anchor.start is None and path.rstrip("/") in folders:
         return Outcome(RefStatus.VALID, commit=head)  # a folder: valid while it holds any file

@@ -101,7 +101,7 @@ class Repository:
             if not entry:
                 continue
             meta, _, path = entry.partition(b"\t")
-            mode, kind, sha = meta.split(b" ")
+            _mode, kind, sha = meta.split(b" ")
             if kind == b"blob":
                 files[path.decode("utf-8", "surrogateescape")] = sha.decode()
         return files

@@ -1,13 +1,17 @@
 """Reads of ref checking: what waits for review, and the state of a memory's refs for its page."""
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.db.models import Count
 
 from memory.access import EVERY_MEMORY, MemoryIds
-from memory.models import LessonRef, LessonStatus, RefCheck
+from memory.models import LessonRef, LessonStatus, Memory, RefCheck
 from memory.refs.git import has_checkout_configured
 from memory.refs.models import NEEDS_REVIEW, RefStatus
+
+if TYPE_CHECKING:
+    from personas.models import Project
 
 
 def refs_needing_review_count(memory_ids: MemoryIds) -> dict[int, int]:
@@ -25,22 +29,22 @@ def refs_needing_review_count(memory_ids: MemoryIds) -> dict[int, int]:
 class RefsPanel:
     configured: bool
     last_check: RefCheck | None
-    counts: dict
+    counts: dict[str | None, int]
 
     @property
-    def needs_review(self):
+    def needs_review(self) -> int:
         return sum(self.counts.get(s, 0) for s in NEEDS_REVIEW)
 
     @property
-    def moved(self):
+    def moved(self) -> int:
         return self.counts.get(RefStatus.MOVED, 0)
 
     @property
-    def total(self):
+    def total(self) -> int:
         return sum(self.counts.values())
 
 
-def refs_panel(memory):
+def refs_panel(memory: Memory) -> RefsPanel:
     """What the memory page says about its refs: two queries."""
     counts: dict[str | None, int] = dict(  # an unanchored ref has no status
         LessonRef.objects.filter(lesson__memory=memory, lesson__status=LessonStatus.ACTIVE)
@@ -53,7 +57,7 @@ def refs_panel(memory):
     return RefsPanel(configured=has_checkout_configured(memory.project), last_check=last, counts=counts)
 
 
-def ref_permalink(project, ref):
+def ref_permalink(project: "Project", ref: LessonRef) -> str | None:
     """A link to the ref's lines at the commit they were last verified at (not a moving branch)."""
     anchor = ref.anchor if ref.anchor_id else None
     commit = anchor.commit if anchor is not None else ""

@@ -6,19 +6,22 @@ unanchored until a check can read the code.
 """
 
 import logging
+from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection, transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import Exists, OuterRef
+from django.urls import reverse
 from django.utils import timezone
 
 from memory import services
 from memory.jobs import enqueue_on_commit
-from memory.models import ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, RefAnchor, RefCheck
+from memory.models import ChangeBatch, Lesson, LessonRef, LessonStatus, RefAnchor, RefCheck
 from memory.refs.checker import Anchor, check_anchors
 from memory.refs.git import CheckoutUnavailable, Repository, has_checkout_configured
 from memory.refs.models import NEEDS_REVIEW, RefStatus
 from memory.refs.parsing import Ref
+from memory.signals import review_event
 from personas.models import Project
 
 log = logging.getLogger(__name__)
@@ -47,7 +50,7 @@ def refs_link_anchors(lesson, rows, *, new=False):
     """
     keys = [row.as_text() for row in rows]
     existing = {} if new else dict(RefAnchor.objects.filter(lesson_id=lesson.pk, key__in=keys).values_list("key", "id"))
-    missing = {}
+    missing: dict[str, RefAnchor] = {}
     for row in rows:
         if row.as_text() not in existing:
             missing.setdefault(row.as_text(), _new_anchor(lesson.pk, row.path, row.start_line, row.end_line))
@@ -73,7 +76,7 @@ def _link_unlinked(refs):
     rows = list(refs.filter(anchor__isnull=True).values_list("id", "lesson_id", "path", "start_line", "end_line"))
     if not rows:
         return 0
-    wanted = {}
+    wanted: dict[tuple[int, str], tuple[str, int | None, int | None]] = {}
     for _, lesson_id, path, start, end in rows:
         wanted.setdefault((lesson_id, _ref_key(path, start, end)), (path, start, end))
     lesson_ids = sorted({lesson_id for lesson_id, _ in wanted})
@@ -84,7 +87,7 @@ def _link_unlinked(refs):
         if (lesson_id, key) not in existing
     ]
     if missing:
-        _insert_rows(missing)
+        services.ref_anchors_create(anchors=missing)
         existing = _anchor_ids(lesson_ids)
     services.lesson_refs_set_anchors(
         [(existing[(lesson_id, _ref_key(path, start, end))], pk) for pk, lesson_id, path, start, end in rows]
@@ -100,35 +103,6 @@ def _anchor_ids(lesson_ids):
         ):
             found[(lesson_id, key)] = pk
     return found
-
-
-def _insert_rows(objs):
-    """INSERT unsaved model instances with one prepared statement (bulk_create is several times
-    slower at 10,000 rows); callers read the new ids back."""
-    model = type(objs[0])
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-    qn = connection.ops.quote_name
-    sql = (
-        f"INSERT INTO {qn(model._meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
-        f"VALUES ({', '.join(['%s'] * len(fields))})"
-    )
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            sql, [[f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields] for obj in objs]
-        )
-
-
-def _update_rows(model, columns, rows):
-    """UPDATE each row by primary key: rows are (value per column…, pk). One prepared statement
-    run for every row; Django's bulk_update builds a CASE per field, far slower at 10,000 rows."""
-    if not rows:
-        return
-    qn = connection.ops.quote_name
-    assignments = ", ".join(f"{qn(column)} = %s" for column in columns)
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            f"UPDATE {qn(model._meta.db_table)} SET {assignments} WHERE {qn(model._meta.pk.column)} = %s", rows
-        )
 
 
 # --- anchoring and checking ------------------------------------------------------------------
@@ -171,12 +145,16 @@ def _save_outcomes(rows, outcomes, head):
     """
     now = timezone.now()
     stamp = connection.ops.adapt_datetimefield_value(now)  # for the raw UPDATE below
-    still_valid, changed, counts, touched = [], [], {}, set()
+    still_valid, changed, touched = [], [], set()
+    counts: dict[str, int] = {}
+    newly_waiting: dict[int, int] = {}  # memory id: refs that began to need a person's look
     for row in rows:
         outcome = outcomes[row["id"]]
         counts[outcome.status] = counts.get(outcome.status, 0) + 1
         if (row["status"] in NEEDS_REVIEW) != (outcome.status in NEEDS_REVIEW):
             touched.add(row["lesson__memory_id"])
+            if outcome.status in NEEDS_REVIEW:
+                newly_waiting[row["lesson__memory_id"]] = newly_waiting.get(row["lesson__memory_id"], 0) + 1
         if outcome.status == RefStatus.VALID and not outcome.fingerprint and row["status"] == RefStatus.VALID:
             still_valid.append(row["id"])
             continue
@@ -199,9 +177,8 @@ def _save_outcomes(rows, outcomes, head):
         RefAnchor.objects.filter(pk__in=still_valid[i : i + _CHUNK]).update(
             commit=head, checked_commit=head, checked_at=now
         )
-    _update_rows(
-        RefAnchor,
-        [
+    services.ref_anchors_update(
+        columns=[
             "status",
             "commit",
             "checked_commit",
@@ -212,11 +189,28 @@ def _save_outcomes(rows, outcomes, head):
             "note",
             *_FINGERPRINT,
         ],
-        changed,
+        rows=changed,
     )
     if touched:
-        # Compiled memory marks stale refs; its cache is keyed by the memory's version.
-        Memory.objects.filter(pk__in=touched).update(version=F("version") + 1)
+        # Compiled memory marks stale refs: the memories' versions go up and their caches go.
+        services.memories_bump_version(touched)
+    for memory_id, n in newly_waiting.items():
+        review_event.send(
+            sender=RefAnchor,
+            event_type="review.waiting",
+            memory_id=memory_id,
+            data={
+                "count": n,
+                "items": [
+                    {
+                        "kind": "refs to review",
+                        "id": memory_id,
+                        "count": n,
+                        "url": reverse("memory_detail", args=[memory_id]) + "?refs=review",
+                    }
+                ],
+            },
+        )
     return counts
 
 
@@ -350,7 +344,7 @@ def refs_accept_moved(*, memory, actor, reason=""):
     )
     if not moved:
         raise ValidationError("no moved refs wait for review in this memory")
-    by_lesson = {}
+    by_lesson: dict[int, set[int]] = {}
     for lesson_id, ref_id in moved:
         by_lesson.setdefault(lesson_id, set()).add(ref_id)
     batch = services.batch_create(
@@ -406,9 +400,9 @@ def refs_bulk_decide(*, memory, ref_ids, action, actor, reason=""):
     ids = list(dict.fromkeys(int(i) for i in ref_ids))
     if not ids:
         raise ValidationError("Select at least one ref.")
-    by_lesson = {}
+    by_lesson: dict[int, list[int]] = {}
     found = dict(LessonRef.objects.filter(pk__in=ids, lesson__memory=memory).values_list("id", "lesson_id"))
-    outcome = {"done": [], "refused": []}
+    outcome: dict[str, list[Any]] = {"done": [], "refused": []}
     for pk in ids:
         if pk in found:
             by_lesson.setdefault(found[pk], []).append(pk)

@@ -24,17 +24,20 @@ SQLITE_TABLE = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5("
     "text, stems, content='memory_lesson', content_rowid='id', tokenize='unicode61 remove_diacritics 2')"
 )
-_ADD = f"INSERT INTO {FTS_TABLE}(rowid, text, stems) VALUES (new.id, new.text, nw_stems(new.text));"
+# The table is named as written (not interpolated) in the statements that write it.
+_ADD = "INSERT INTO memory_lesson_search(rowid, text, stems) VALUES (new.id, new.text, nw_stems(new.text));"
 _REMOVE = (
-    f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, text, stems) VALUES ('delete', old.id, old.text, nw_stems(old.text));"
+    "INSERT INTO memory_lesson_search(memory_lesson_search, rowid, text, stems) "
+    "VALUES ('delete', old.id, old.text, nw_stems(old.text));"
 )
 SQLITE_TRIGGERS = [
     f"CREATE TRIGGER IF NOT EXISTS {TRIGGERS[0]} AFTER INSERT ON memory_lesson BEGIN {_ADD} END",
     f"CREATE TRIGGER IF NOT EXISTS {TRIGGERS[1]} AFTER DELETE ON memory_lesson BEGIN {_REMOVE} END",
     f"CREATE TRIGGER IF NOT EXISTS {TRIGGERS[2]} AFTER UPDATE OF text ON memory_lesson BEGIN {_REMOVE} {_ADD} END",
 ]
-SQLITE_FILL = f"INSERT INTO {FTS_TABLE}(rowid, text, stems) SELECT id, text, nw_stems(text) FROM memory_lesson"
-SQLITE_EMPTY = f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('delete-all')"
+SQLITE_FILL = "INSERT INTO memory_lesson_search(rowid, text, stems) SELECT id, text, nw_stems(text) FROM memory_lesson"
+SQLITE_EMPTY = "INSERT INTO memory_lesson_search(memory_lesson_search) VALUES ('delete-all')"
+SQLITE_OPTIMIZE = "INSERT INTO memory_lesson_search(memory_lesson_search) VALUES ('optimize')"
 SQLITE_DROP = [*(f"DROP TRIGGER IF EXISTS {name}" for name in TRIGGERS), f"DROP TABLE IF EXISTS {FTS_TABLE}"]
 
 PG_CONFIGS = ("simple", "english", "german", "spanish")
@@ -79,7 +82,7 @@ def rebuild() -> int:
                 cursor.execute(sql)
             cursor.execute(SQLITE_EMPTY)
             cursor.execute(SQLITE_FILL)
-            cursor.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')")
+            cursor.execute(SQLITE_OPTIMIZE)
         elif connection.vendor == "postgresql":
             # The column is computed by PostgreSQL on every write; only its index can be rebuilt.
             cursor.execute("REINDEX INDEX lesson_search_gin")

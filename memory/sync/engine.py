@@ -61,6 +61,7 @@ from memory.sync.files import (
 from memory.sync.files import replace_file as _write
 from memory.sync.folders import FoundFolder, find_folders, has_files, import_new_folders
 from memory.sync.models import SyncConflict, SyncedFolder
+from memory.sync.services import sync_failure_announce
 
 __all__ = ["FolderResult", "PassReport", "SyncError", "find_folders", "sync_one", "sync_pass"]
 
@@ -387,7 +388,10 @@ def _sync_folder(synced, found: FoundFolder, versions, result, today):
             result.error = "the files kept changing during the pass; the next pass goes on from here"
     except (SyncError, OSError) as exc:
         result.error = str(exc)
-        SyncedFolder.objects.filter(pk=synced.pk).update(error=result.error[:2000])
+        with transaction.atomic():
+            SyncedFolder.objects.filter(pk=synced.pk).update(error=result.error[:2000])
+            if not synced.error:  # it synced before: its team hears once, not at every pass
+                sync_failure_announce(memory_id=synced.memory_id, folder=found.rel, error=result.error)
 
 
 def _name_results(report, known):

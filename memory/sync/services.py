@@ -5,12 +5,14 @@ from typing import TYPE_CHECKING, cast
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from memory import services
 from memory.formats.nightwatch import CORE_FILE, ParsedLine, parse_core, parse_working
 from memory.jobs import enqueue_on_commit
 from memory.models import ChangeBatch, LessonStatus, Memory
+from memory.signals import review_event
 from memory.sync.models import SyncConflict, SyncedFolder
 
 if TYPE_CHECKING:
@@ -80,6 +82,20 @@ def sync_conflict_resolve(*, conflict: SyncConflict, choice: str, actor: service
     conflict.save(update_fields=["status", "choice", "resolved_by", "resolved_at"])
     # The files are written from the store again on the next pass, whatever was picked.
     SyncedFolder.objects.filter(pk=conflict.folder_id).update(memory_version=-1)
+    review_event.send(
+        sender=SyncConflict,
+        event_type="review.decided",
+        memory_id=conflict.memory_id,
+        data={
+            "decision": f"settled ({SyncConflict.Choice(choice).label.lower()})",
+            "by": actor.label,
+            "count": 1,
+            "items": [
+                {"kind": "file conflict", "id": conflict.pk, "url": reverse("sync-conflict", args=[conflict.pk])}
+            ],
+        },
+        lesson_texts={str(conflict.pk): lesson.text},
+    )
     if settings.NIGHT_WATCH_ROOT:
         enqueue_on_commit("memory.sync.pass", robust=True)
     return conflict
@@ -87,3 +103,13 @@ def sync_conflict_resolve(*, conflict: SyncConflict, choice: str, actor: service
 
 def _add(memory: Memory, line: ParsedLine, batch: ChangeBatch) -> None:
     services.lesson_create_from_file(memory=memory, line=line, batch=batch, section=services.next_section(memory))
+
+
+def sync_failure_announce(*, memory_id, folder: str, error: str) -> None:
+    """A folder that synced before now fails: its team hears it once, not at every pass."""
+    review_event.send(
+        sender=SyncedFolder,
+        event_type="sync.failed",
+        memory_id=memory_id,
+        data={"folder": folder, "error": error[:500], "count": 1, "items": []},
+    )

@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.urls import reverse
 
 from memory.access import TeamScopedAdmin
-from memory.models import AgentToken, ChangeBatch, DetectionRun, LLMCall
+from memory.models import AgentToken, ChangeBatch, DetectionRun, LLMCall, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from personas.models import Membership, Team
 from tests.factories import MemoryFactory, PersonaFactory, ProjectFactory, make_lesson
 
@@ -27,7 +27,14 @@ def _objects(label):
     token = AgentToken.objects.create(persona=persona, prefix=f"tok{label[:5]}", token_hash=label * 10)
     call = LLMCall.objects.create(persona=persona, memory=memory, purpose="test", provider="offline")
     detection = DetectionRun.objects.create(memory=memory, engine="offline", status="done")
+    endpoint = WebhookEndpoint.objects.create(
+        team=team, url=f"https://{label}.example.com/hook", event_types=["sync.failed"]
+    )
+    event = WebhookEvent.objects.create(type="sync.failed", team=team, data={})
+    delivery = WebhookDelivery.objects.create(event=event, endpoint=endpoint)
     return {
+        "memory.webhookendpoint": endpoint,
+        "memory.webhookdelivery": delivery,
         "personas.team": team,
         "personas.persona": persona,
         "personas.project": project,

@@ -138,6 +138,14 @@ NOT_TEAM_SCOPED = {
     "api-v1:lessons_list": "agent token",
     "api-v1:lesson_recall": "agent token",
     "api-v1:api-root": "API index, no data",
+    # Single sign-on: pages of the sign-in itself (test_sso_pages_for_every_person below, tests/sso/).
+    "login_local": "the break-glass password login (superusers only with LOCAL_LOGIN=off: tests/sso/test_recheck.py)",
+    "oidc_authentication_init": "sends the browser to the identity provider; 404 without OIDC",
+    "oidc_authentication_callback": "the provider's answer, checked by state, nonce and PKCE; 404 without OIDC",
+    "sso_no_access": "the signed-in person's own how-to-get-access page, no team data",
+    # SCIM answers to its bearer token only; a session, even a superuser's, gets 401 (test_scim_accepts_only_its_token).
+    "scim_root": "SCIM bearer token",
+    "scim": "SCIM bearer token",
 }
 
 
@@ -314,7 +322,7 @@ def _expected(row, person, method):
 
 @pytest.mark.parametrize("name", sorted(ROWS))
 def test_matrix(name, world, client):
-    own, other, users = world
+    own, _other, users = world
     row = ROWS[name]
     url = reverse(name, kwargs=row.args(own))
     secret = own["persona"].name
@@ -366,3 +374,51 @@ def test_api_ignores_sessions(world, client):
 def test_matrix_runs_on_the_configured_database():
     # make test runs this module on SQLite; CI runs it again with DATABASE_URL pointing at PostgreSQL.
     assert connection.vendor in ("sqlite", "postgresql")
+
+
+def test_sso_pages_for_every_person(world, client):
+    """Without OIDC configured the provider's start and callback do not exist for anyone; the no-access page
+    needs a session and shows no team's data; the break-glass login opens for anyone."""
+    own, _, users = world
+    secret = own["persona"].name
+    for person in PEOPLE:
+        client.logout()
+        if users[person] is not None:
+            client.force_login(users[person])
+        assert client.get(reverse("oidc_authentication_init")).status_code == 404, person
+        assert client.get(reverse("oidc_authentication_callback") + "?code=x&state=y").status_code == 404, person
+        assert client.get(reverse("login_local")).status_code == 200, person
+        response = client.get(reverse("sso_no_access"))
+        if person == "anonymous":
+            assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+        else:
+            assert response.status_code == 200 and secret not in response.content.decode(), person
+
+
+def test_scim_accepts_only_its_token(world, client):
+    """Every person's session, with any method, gets 401 from every SCIM endpoint; an agent token too;
+    only a SCIM token is let in."""
+    from memory.sso.services import scim_token_create
+    from memory.tokens import agent_token_create
+
+    own, _, users = world
+    _, scim_raw = scim_token_create(name="matrix")
+    _, agent_raw = agent_token_create(persona=own["persona"], project=None, name="agent")
+    paths = ["/scim/v2/", "/scim/v2/Users", "/scim/v2/Groups", "/scim/v2/ServiceProviderConfig", "/scim/v2/Schemas"]
+    users_before = users["superuser"].__class__.objects.count()
+    for person in PEOPLE:
+        client.logout()
+        if users[person] is not None:
+            client.force_login(users[person])
+        for path in paths:
+            for method in ("get", "post"):
+                for headers in ({}, {"HTTP_AUTHORIZATION": f"Bearer {agent_raw}"}):
+                    if method == "get":
+                        response = client.get(path, **headers)
+                    else:
+                        response = client.post(path, data="{}", content_type="application/scim+json", **headers)
+                    assert response.status_code == 401, f"{method.upper()} {path} as {person} {headers}"
+    assert users["superuser"].__class__.objects.count() == users_before
+    client.logout()
+    ok = client.get("/scim/v2/Users", HTTP_AUTHORIZATION=f"Bearer {scim_raw}")
+    assert ok.status_code == 200

@@ -63,7 +63,7 @@ def test_changelist_shows_refs_and_filters_by_tier_category_status(admin_client)
     html = admin_client.get(URL).content.decode()
     assert "src/money.ts#L1-L9" in html
 
-    texts = lambda params: {l.text for l in admin_client.get(URL, params).context["cl"].result_list}  # noqa: E731
+    texts = lambda params: {lesson.text for lesson in admin_client.get(URL, params).context["cl"].result_list}  # noqa: E731
     assert texts({"tier__exact": "core"}) == {"Core decision on money"}
     assert texts({"category__exact": "HYPOTHESIS"}) == {"A hypothesis about caching"}
     assert texts({"status__exact": "deleted"}) == {"An old todo"}

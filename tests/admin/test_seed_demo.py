@@ -82,7 +82,7 @@ def test_lessons_spread_over_tiers_categories_relevance_and_three_months(seeded)
     assert lessons.filter(status=LessonStatus.DELETED).exists()
     superseded = lessons.filter(status=LessonStatus.SUPERSEDED)
     assert superseded.count() == len(data.SUPERSEDED)
-    assert all(l.superseded_by and l.superseded_by.status == "active" for l in superseded)
+    assert all(lesson.superseded_by and lesson.superseded_by.status == "active" for lesson in superseded)
 
 
 def test_tricky_text_is_present(seeded):

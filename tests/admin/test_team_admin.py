@@ -64,7 +64,7 @@ def test_team_approver_sees_only_their_teams_rows(client, teams):
 
 
 def test_site_admin_creates_a_team_adds_members_and_moves_a_project(admin_client, admin_user, django_user_model, teams):
-    alpha, beta, lead = teams
+    alpha, _beta, _lead = teams
     newcomer = django_user_model.objects.create_user("newcomer")
     response = admin_client.post(
         "/admin/personas/team/add/",

@@ -110,7 +110,7 @@ def review_posts(world, persona, memory):
 
 @pytest.mark.parametrize("htmx", [False, True], ids=["form", "htmx"])
 def test_bearer_token_cannot_act_on_any_review_form(make_agent, persona, memory, world, htmx):
-    agent, token = make_agent(persona)
+    agent, _token = make_agent(persona)
     if htmx:
         agent.headers["HX-Request"] = "true"
     before = snapshot(world)

@@ -108,7 +108,7 @@ def _counts():
     return (Lesson.objects.count(), Interaction.objects.count(), Change.objects.count(), Memory.objects.count())
 
 
-@pytest.mark.parametrize("tail", READS + ["interactions", "lessons-post"])
+@pytest.mark.parametrize("tail", [*READS, "interactions", "lessons-post"])
 def test_scope_matrix(make_agent, persona, project, other_persona, other_project, memory, other_memory, tail):
     """own memory: allowed; other persona: 403; other project on a scoped token: 403; unknown: 404."""
     unscoped, _ = make_agent(persona)

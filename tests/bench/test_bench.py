@@ -73,7 +73,7 @@ def test_growth_benchmark_reports_each_size_and_the_growth(registry):
 
 def test_list_and_unknown_names(registry):
     assert "files" in _run("--list")
-    with pytest.raises(CommandError, match="no benchmark named nope; known: .*files"):
+    with pytest.raises(CommandError, match=r"no benchmark named nope; known: .*files"):
         _run("--only", "nope")
     with pytest.raises(CommandError, match="--scale must be a positive number"):
         _run("--scale", "0")
@@ -103,3 +103,11 @@ def test_inbox_benchmark_reports_its_figures(registry, settings, tmp_path):
     assert "inbox on the demo data" in out and "pending over 10 more memories" in out
     assert "time with many pending ÷ time on the demo data" in out
     assert "(target ≤ 0 queries: ok)" in out and "(target ≤ 1024 KiB: ok)" in out
+
+
+@pytest.mark.django_db(transaction=True)  # the decisions commit, so their events are sent after the commit
+def test_webhooks_benchmark_sends_to_its_receiver_and_reports_latency(registry):
+    out = _run("--only", "webhooks", "--scale", "0.05")
+    assert "== webhooks:" in out
+    assert "50 events sent by one worker" in out
+    assert "decision to delivery, p50 of 10" in out and "decision to delivery, p99 of 10" in out

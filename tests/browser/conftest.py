@@ -23,6 +23,10 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 
+# How long an action or an expect() assertion waits before it fails. The test workers run side by side
+# (pytest-xdist), each with its browser and live server, so a request can take seconds on a busy machine.
+TIMEOUT_MS = 15_000
+
 # Playwright's sync API runs an event loop in the test thread; the ORM calls the tests make
 # to set up data are ordinary synchronous code.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -43,7 +47,9 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def chromium():
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=TIMEOUT_MS)
 
     executable = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
     if not executable:
@@ -58,7 +64,7 @@ def chromium():
 def page(chromium, live_server, transactional_db):
     context = chromium.new_context(base_url=live_server.url, viewport={"width": 1400, "height": 900})
     pg = context.new_page()
-    pg.set_default_timeout(10_000)
+    pg.set_default_timeout(TIMEOUT_MS)
     yield pg
     context.close()
 

@@ -124,10 +124,10 @@ def seed(*, lessons=True):
                 lesson_date=date(2026, 3, 1) + timedelta(days=i),
             )
         for n, memory in enumerate(others):
-            for i, (cat, text, ref, rel) in enumerate(CORE[: n + 1]):
+            for cat, text, ref, rel in CORE[: n + 1]:
                 services.lesson_create(
                     memory=memory, tier="core", category=cat, text=text, refs=ref, relevance=rel, actor=JOB
                 )
-            for i, (cat, text, ref, rel) in enumerate(WORKING[: 2 + n]):
+            for cat, text, ref, rel in WORKING[: 2 + n]:
                 services.lesson_create(memory=memory, category=cat, text=text, refs=ref, relevance=rel, actor=JOB)
     return main

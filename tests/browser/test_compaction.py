@@ -61,11 +61,11 @@ def _memory_with_duplicates():
 
 
 def test_review_edit_apply_and_revert(page, login, make_user, screenshot):
-    lead = make_user("lead", role="approver")
+    make_user("lead", role="approver")
     memory = _memory_with_duplicates()
     proposal = compaction_propose(memory=memory, actor=services.Actor.job("compaction check"))
     assert proposal.status == "pending", proposal.validation_errors
-    before = {(l.pk, l.text, l.status) for l in Lesson.objects.filter(memory=memory)}
+    before = {(lesson.pk, lesson.text, lesson.status) for lesson in Lesson.objects.filter(memory=memory)}
 
     login("lead")
     page.goto("/compactions/")
@@ -101,7 +101,8 @@ def test_review_edit_apply_and_revert(page, login, make_user, screenshot):
     assert page.locator("#proposal-status").inner_text() == "Reverted"
     assert CompactionProposal.objects.get(pk=proposal.pk).status == "reverted"
     restored = {
-        (l.pk, l.text, l.status) for l in Lesson.objects.filter(memory=memory, pk__in=[p for p, _, _ in before])
+        (lesson.pk, lesson.text, lesson.status)
+        for lesson in Lesson.objects.filter(memory=memory, pk__in=[p for p, _, _ in before])
     }
     assert restored == before
     screenshot("reverted")
@@ -126,7 +127,7 @@ def test_apply_then_revert_from_the_memory_history(page, login, make_user, scree
     make_user("lead", role="approver")
     memory = _memory_with_duplicates()
     proposal = compaction_propose(memory=memory, actor=services.Actor.job("compaction check"))
-    before = {(l.pk, l.text, l.status) for l in Lesson.objects.filter(memory=memory)}
+    before = {(lesson.pk, lesson.text, lesson.status) for lesson in Lesson.objects.filter(memory=memory)}
 
     login("lead")
     page.goto(f"/compactions/{proposal.pk}/")
@@ -149,7 +150,8 @@ def test_apply_then_revert_from_the_memory_history(page, login, make_user, scree
 
     assert CompactionProposal.objects.get(pk=proposal.pk).status == "reverted"
     restored = {
-        (l.pk, l.text, l.status) for l in Lesson.objects.filter(memory=memory, pk__in=[p for p, _, _ in before])
+        (lesson.pk, lesson.text, lesson.status)
+        for lesson in Lesson.objects.filter(memory=memory, pk__in=[p for p, _, _ in before])
     }
     assert restored == before
     page.goto(f"/compactions/{proposal.pk}/")
@@ -166,7 +168,9 @@ def test_lessons_appended_through_the_api_survive_apply_and_revert(page, login, 
     memory = _memory_with_duplicates()
     proposal = compaction_propose(memory=memory, actor=services.Actor.job("compaction check"))
     assert proposal.status == "pending", proposal.validation_errors
-    covered_before = {(l.pk, l.text, l.status) for l in Lesson.objects.filter(pk__in=proposal.input_lesson_ids)}
+    covered_before = {
+        (lesson.pk, lesson.text, lesson.status) for lesson in Lesson.objects.filter(pk__in=proposal.input_lesson_ids)
+    }
 
     # Two agents' lessons arrive over HTTP while the proposal waits for review.
     _, raw = agent_token_create(persona=memory.persona)
@@ -184,12 +188,19 @@ def test_lessons_appended_through_the_api_survive_apply_and_revert(page, login, 
     )
     assert response.status == 201, response.text()
     appended = list(Lesson.objects.filter(memory=memory).exclude(pk__in=proposal.input_lesson_ids).order_by("id"))
-    assert [l.text for l in appended][0] == texts[0] and len(appended) == 2
+    assert appended[0].text == texts[0] and len(appended) == 2
 
     def state(lessons):
         return [
-            (l.pk, l.text, l.category, l.status, l.lesson_date, [r.as_text() for r in l.refs.all()])
-            for l in Lesson.objects.filter(pk__in=[x.pk for x in lessons]).order_by("id")
+            (
+                lesson.pk,
+                lesson.text,
+                lesson.category,
+                lesson.status,
+                lesson.lesson_date,
+                [r.as_text() for r in lesson.refs.all()],
+            )
+            for lesson in Lesson.objects.filter(pk__in=[x.pk for x in lessons]).order_by("id")
         ]
 
     appended_state = state(appended)
@@ -219,7 +230,9 @@ def test_lessons_appended_through_the_api_survive_apply_and_revert(page, login, 
     page.get_by_role("button", name="Revert this compaction").click()
     page.wait_for_selector("text=Compaction reverted")
     assert page.locator("#proposal-status").inner_text() == "Reverted"
-    restored = {(l.pk, l.text, l.status) for l in Lesson.objects.filter(pk__in=proposal.input_lesson_ids)}
+    restored = {
+        (lesson.pk, lesson.text, lesson.status) for lesson in Lesson.objects.filter(pk__in=proposal.input_lesson_ids)
+    }
     assert restored == covered_before
     assert state(appended) == appended_state
     screenshot("reverted")

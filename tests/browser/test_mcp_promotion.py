@@ -5,7 +5,7 @@ proposes it; the approver approves it in Chromium; the agent's next get_memory l
 Core Lessons.
 """
 
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 import time_machine

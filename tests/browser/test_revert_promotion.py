@@ -26,7 +26,7 @@ def test_revert_one_change_then_the_whole_batch(page, login, make_user, screensh
     page.locator(f"#batch-{batch.pk} .badge", has_text="Reverted by batch").wait_for()
     screenshot("whole-batch-reverted")
 
-    assert all(Lesson.objects.get(pk=l.pk).status == LessonStatus.ACTIVE for l in supporting)
+    assert all(Lesson.objects.get(pk=lesson.pk).status == LessonStatus.ACTIVE for lesson in supporting)
     assert (
         set(Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE).values_list("text", flat=True)) >= before
     )
@@ -34,4 +34,4 @@ def test_revert_one_change_then_the_whole_batch(page, login, make_user, screensh
     assert PromotionCandidate.objects.get(batch=batch).status == PromotionCandidate.Status.REVERTED
     page.goto(f"/memories/{memory.pk}/")
     working = page.locator("section.tier-working").inner_text()
-    assert all(l.text in working for l in supporting)
+    assert all(lesson.text in working for lesson in supporting)

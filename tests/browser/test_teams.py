@@ -40,7 +40,7 @@ def _home(page):
 
 def test_two_leads_side_by_side(chromium, live_server, transactional_db, screenshot, page):
     red_memory, red_candidate = _team_with_a_pending_promotion("Red", "Rhea", "Payments API")
-    blue_memory, _ = _team_with_a_pending_promotion("Blue", "Bruno", "Search Service")
+    _blue_memory, _ = _team_with_a_pending_promotion("Blue", "Bruno", "Search Service")
 
     red = page  # the first lead's window
     blue_context = chromium.new_context(base_url=live_server.url, viewport={"width": 390, "height": 844})

@@ -27,8 +27,16 @@ def memory_state(memory):
     """Rendered core.md and working.md, the version, and every lesson row: what 'untouched' means."""
     memory = Memory.objects.get(pk=memory.pk)
     rows = sorted(
-        (l.pk, l.tier, l.text, l.category, l.status, l.superseded_by_id, tuple(r.as_text() for r in l.refs.all()))
-        for l in Lesson.objects.filter(memory=memory).prefetch_related("refs")
+        (
+            lesson.pk,
+            lesson.tier,
+            lesson.text,
+            lesson.category,
+            lesson.status,
+            lesson.superseded_by_id,
+            tuple(r.as_text() for r in lesson.refs.all()),
+        )
+        for lesson in Lesson.objects.filter(memory=memory).prefetch_related("refs")
     )
     return {
         "core": render_core(with_refs(active_lessons(memory, "core"))),
@@ -41,6 +49,6 @@ def memory_state(memory):
 def working_set(memory):
     """(id, text, category, status, refs) of every active working lesson."""
     return {
-        (l.pk, l.text, l.category, l.status, tuple(r.as_text() for r in l.refs.all()))
-        for l in active_lessons(memory, "working")
+        (lesson.pk, lesson.text, lesson.category, lesson.status, tuple(r.as_text() for r in lesson.refs.all()))
+        for lesson in active_lessons(memory, "working")
     }

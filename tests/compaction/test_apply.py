@@ -81,7 +81,9 @@ def test_revert_restores_exactly_the_previous_working_memory(memory, lessons, pr
     assert working_set(memory) == before_set
     after = memory_state(memory)
     assert after["working"] == before["working"] and after["core"] == before["core"]
-    assert not Lesson.objects.filter(pk__in=[l.pk for l in lessons.values()], superseded_by__isnull=False).exists()
+    assert not Lesson.objects.filter(
+        pk__in=[lesson.pk for lesson in lessons.values()], superseded_by__isnull=False
+    ).exists()
     proposal.refresh_from_db()
     assert proposal.status == CompactionProposal.Status.REVERTED
     with pytest.raises(CompactionError):
@@ -119,7 +121,7 @@ def test_only_one_pending_proposal_per_memory(memory, lessons, proposal, actor, 
 
 
 def test_edit_a_line_then_apply(memory, lessons, proposal, actor):
-    line = next(l for l in proposal.lines.all() if l.source_ids == [lessons["f"].pk])
+    line = next(line for line in proposal.lines.all() if line.source_ids == [lessons["f"].pk])
     compaction_line_update(
         line=line,
         actor=actor,
@@ -145,7 +147,7 @@ def test_edit_a_line_then_apply(memory, lessons, proposal, actor):
     ],
 )
 def test_an_edit_that_breaks_a_rule_changes_nothing(memory, lessons, proposal, actor, changes, message):
-    line = next(l for l in proposal.lines.all() if l.source_ids == [lessons["f"].pk])
+    line = next(line for line in proposal.lines.all() if line.source_ids == [lessons["f"].pk])
     fields = {"category": line.category, "text": line.text, "refs": ", ".join(line.refs), **changes}
     with pytest.raises(ValidationError) as exc:
         compaction_line_update(line=line, actor=actor, **fields)
@@ -155,7 +157,7 @@ def test_an_edit_that_breaks_a_rule_changes_nothing(memory, lessons, proposal, a
 
 
 def test_editing_a_protected_line_is_refused(memory, lessons, proposal, actor):
-    line = next(l for l in proposal.lines.all() if l.source_ids == [lessons["d"].pk])
+    line = next(line for line in proposal.lines.all() if line.source_ids == [lessons["d"].pk])
     with pytest.raises(ValidationError, match="protected"):
         compaction_line_update(
             line=line, actor=actor, category="DECISION", text="Something else", refs="src/events/store.ts#L5-L15"

@@ -7,12 +7,12 @@ from django.core.exceptions import ValidationError
 
 from memory import services
 from memory.api.services import agent_lessons_append
+from memory.compaction.selectors import over_limits_explanation
 from memory.compaction.services import (
     StaleProposal,
     compaction_apply,
     compaction_propose,
     compaction_revert,
-    over_limits_explanation,
 )
 from memory.formats.exporter import render_memory_files
 from memory.models import AgentToken, ChangeBatch, CompactionProposal, Lesson, LessonConfirmation
@@ -37,8 +37,8 @@ def _append(memory, token, *texts, day=None):
     _, results = agent_lessons_append(memory=memory, token=token, items=items)
     lessons = [lesson for lesson, _ in results]
     if day:  # what an agent appending on a later day produces
-        Lesson.objects.filter(pk__in=[l.pk for l in lessons]).update(lesson_date=day)
-    return [Lesson.objects.get(pk=l.pk) for l in lessons]
+        Lesson.objects.filter(pk__in=[lesson.pk for lesson in lessons]).update(lesson_date=day)
+    return [Lesson.objects.get(pk=lesson.pk) for lesson in lessons]
 
 
 def _row(lesson):
@@ -67,13 +67,13 @@ def test_appends_and_core_writes_do_not_make_a_proposal_stale(memory, lessons, p
     services.lesson_update(lesson=lessons["core"], text="Services own all writes, and history", actor=actor)
     (again,) = _append(memory, token, appended[0].text)  # a confirmation of a lesson outside the proposal
     assert again.pk == appended[0].pk and again.confirmations.count() == 1
-    before = [_row(l) for l in appended]
+    before = [_row(lesson) for lesson in appended]
 
     batch = compaction_apply(proposal=proposal, actor=actor)
 
     proposal.refresh_from_db()
     assert proposal.status == CompactionProposal.Status.APPLIED
-    assert [_row(l) for l in appended] == before  # active, same row, same text, refs, date and section
+    assert [_row(lesson) for lesson in appended] == before  # active, same row, same text, refs, date and section
     assert not batch.changes.filter(lesson__in=appended).exists()
     # one batch for the whole compaction, and nothing else was written by it
     assert ChangeBatch.objects.filter(memory=memory, kind=ChangeBatch.Kind.COMPACTION).count() == 1
@@ -97,18 +97,23 @@ def test_appended_lessons_follow_the_compacted_lines_so_working_md_stays_in_date
     "change, how",
     [
         (
-            lambda l, a: services.lesson_update(
-                lesson=l["f"], text="Reports endpoint runs two queries per row", actor=a
+            lambda lessons, a: services.lesson_update(
+                lesson=lessons["f"], text="Reports endpoint runs two queries per row", actor=a
             ),
             "was edited: “Reports endpoint runs one query per row” → “Reports endpoint runs two queries per row”",
         ),
         (
-            lambda l, a: services.lesson_update(lesson=l["f"], refs="src/reports/views.py#L12-L40", actor=a),
+            lambda lessons, a: services.lesson_update(
+                lesson=lessons["f"], refs="src/reports/views.py#L12-L40", actor=a
+            ),
             "was edited (refs",
         ),
-        (lambda l, a: services.lesson_delete(lesson=l["c"], actor=a), "was deleted"),
-        (lambda l, a: services.lesson_set_protected(lesson=l["c"], protected=True, actor=a), "was protected"),
-        (lambda l, a: services.lesson_promote(lesson=l["a"], actor=a), "was promoted to core"),
+        (lambda lessons, a: services.lesson_delete(lesson=lessons["c"], actor=a), "was deleted"),
+        (
+            lambda lessons, a: services.lesson_set_protected(lesson=lessons["c"], protected=True, actor=a),
+            "was protected",
+        ),
+        (lambda lessons, a: services.lesson_promote(lesson=lessons["a"], actor=a), "was promoted to core"),
     ],
 )
 def test_a_change_to_a_covered_lesson_makes_it_stale_and_says_how_and_by_whom(
@@ -151,12 +156,12 @@ def test_revert_restores_the_covered_lessons_and_leaves_appended_ones_alone(memo
     early = _append(memory, token, "Appended before the apply about src/early.py")
     batch = compaction_apply(proposal=proposal, actor=actor)
     late = _append(memory, token, "Appended after the apply about src/late.py")
-    appended_before = [_row(l) for l in early + late]
+    appended_before = [_row(lesson) for lesson in early + late]
 
     compaction_revert(proposal=proposal, actor=actor)
 
     assert {_row(lessons[k]) for k in "abcdef"} == covered_before
-    assert [_row(l) for l in early + late] == appended_before
+    assert [_row(lesson) for lesson in early + late] == appended_before
     created = Lesson.objects.filter(pk__in=batch.changes.filter(action="create").values("lesson_id"))
     assert set(created.values_list("status", flat=True)) == {"deleted"}
 

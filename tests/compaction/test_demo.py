@@ -3,7 +3,7 @@ import io
 import pytest
 
 from memory.compaction import demo
-from memory.compaction.services import working_lessons
+from memory.compaction.selectors import working_lessons
 from memory.models import CompactionProposal
 
 pytestmark = pytest.mark.django_db

@@ -25,10 +25,13 @@ def test_exact_and_near_duplicates_merge_with_refs_unioned(memory, actor):
 
     assert proposal.engine == "offline" and proposal.validation_errors == []
     lines = list(proposal.lines.all())
-    merged = next(l for l in lines if l.kind == "merged")
+    merged = next(line for line in lines if line.kind == "merged")
     assert merged.source_ids == [a.pk, b.pk, c.pk]
     assert merged.refs == ["src/queue/worker.ts#L88", "src/queue/retry.ts#L3"]
-    assert [l.source_ids for l in lines if l.kind == "kept"] == [[other.pk], [hypo.pk]]  # other category: not merged
+    assert [line.source_ids for line in lines if line.kind == "kept"] == [
+        [other.pk],
+        [hypo.pk],
+    ]  # other category: not merged
 
 
 def test_drops_oldest_low_relevance_first_down_to_the_target(memory, actor):
@@ -53,12 +56,12 @@ def test_drops_oldest_low_relevance_first_down_to_the_target(memory, actor):
     proposal = compaction_propose(memory=memory, actor=actor)
 
     assert proposal.validation_errors == []
-    kept_ids = {i for l in proposal.lines.all() for i in l.source_ids}
+    kept_ids = {i for line in proposal.lines.all() for i in line.source_ids}
     assert len(kept_ids) == 5
     assert {protected.pk, critical.pk} <= kept_ids
-    assert set(l.pk for l in medium) <= kept_ids
+    assert {lesson.pk for lesson in medium} <= kept_ids
     dropped = {d.lesson_id: d for d in proposal.drops.all()}
-    assert set(dropped) == {l.pk for l in low_old}
+    assert set(dropped) == {lesson.pk for lesson in low_old}
     assert all(d.had_refs and d.listed and "low relevance" in d.reason for d in dropped.values())
 
 
@@ -102,4 +105,4 @@ def test_lessons_that_differ_in_a_path_or_number_are_not_merged(memory, actor):
     make_lesson(memory, "Timeout is 60s in src/http/client.py")
     make_lesson(memory, "Timeout is 30s in src/http/server.py")
     proposal = compaction_propose(memory=memory, actor=actor)
-    assert [l.kind for l in proposal.lines.all()] == ["kept", "kept", "kept"]
+    assert [line.kind for line in proposal.lines.all()] == ["kept", "kept", "kept"]

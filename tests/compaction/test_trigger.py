@@ -2,7 +2,7 @@
 
 import pytest
 
-from memory.compaction.services import compaction_needed
+from memory.compaction.selectors import compaction_needed
 from memory.models import CompactionProposal
 from memory.signals import working_lessons_added
 from tests.factories import make_lesson
@@ -16,7 +16,7 @@ def send(django_capture_on_commit_callbacks):
 
     def do(memory, lessons):
         with django_capture_on_commit_callbacks(execute=True):
-            working_lessons_added.send(sender=None, memory_id=memory.pk, lesson_ids=[l.pk for l in lessons])
+            working_lessons_added.send(sender=None, memory_id=memory.pk, lesson_ids=[lesson.pk for lesson in lessons])
 
     return do
 
@@ -92,7 +92,7 @@ def test_an_llm_persona_uses_its_engine(memory, monkeypatch, send):
     engines = []
 
     def fake_get_engine(persona, *, memory=None):
-        engines.append(ScriptedEngine("- [OBSERVATION] Everything about src/mod_0.py {ids: %d}" % first.pk))
+        engines.append(ScriptedEngine(f"- [OBSERVATION] Everything about src/mod_0.py {{ids: {first.pk}}}"))
         return engines[-1]
 
     monkeypatch.setattr("memory.compaction.services.get_engine", fake_get_engine)
@@ -104,4 +104,4 @@ def test_an_llm_persona_uses_its_engine(memory, monkeypatch, send):
     proposal = CompactionProposal.objects.get()
     assert len(engines) == 1 and proposal.engine == "scripted"
     assert proposal.status == "pending", proposal.validation_errors
-    assert [l.kind for l in proposal.lines.all()] == ["rewritten"]
+    assert [line.kind for line in proposal.lines.all()] == ["rewritten"]

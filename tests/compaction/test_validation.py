@@ -10,7 +10,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _line(lines, start):
-    return next(l for l in lines if l.startswith(start))
+    return next(line for line in lines if line.startswith(start))
 
 
 def wrong_format(text, ids):
@@ -114,7 +114,7 @@ def test_bad_answer_is_invalid_and_memory_untouched(memory, lessons, good_output
 def test_each_case_breaks_exactly_the_rule_it_names(memory, lessons, good_output, actor):
     """Guard against a case that fails for an unrelated reason: each mangled answer yields few errors."""
     ids = {k: v.pk for k, v in lessons.items()}
-    for mangle, message in CASES:
+    for mangle, _message in CASES:
         proposal = compaction_propose(memory=memory, actor=actor, engine=ScriptedEngine(mangle(good_output, ids)))
         assert 1 <= len(proposal.validation_errors) <= 2, (mangle.__name__, proposal.validation_errors)
 

@@ -16,7 +16,7 @@ def proposal(memory, lessons, good_output, actor):
 
 def test_edit_line_without_javascript(client_for, approver, proposal, lessons):
     client = client_for(approver)
-    line = next(l for l in proposal.lines.all() if l.source_ids == [lessons["f"].pk])
+    line = next(line for line in proposal.lines.all() if line.source_ids == [lessons["f"].pk])
     url = reverse("compaction-line-edit", args=[proposal.pk, line.pk])
     page = client.get(url).content.decode()
     assert 'name="text"' in page and "Dropped lessons" in page  # full page, this line in edit mode
@@ -32,7 +32,7 @@ def test_edit_line_without_javascript(client_for, approver, proposal, lessons):
 
 def test_edit_line_with_htmx_gets_the_row_partial(client_for, approver, proposal, lessons):
     client = client_for(approver)
-    line = next(l for l in proposal.lines.all() if l.source_ids == [lessons["f"].pk])
+    line = next(line for line in proposal.lines.all() if line.source_ids == [lessons["f"].pk])
     url = reverse("compaction-line-edit", args=[proposal.pk, line.pk])
     partial = client.get(url, headers={"HX-Request": "true"}).content.decode()
     assert partial.lstrip().startswith("<tr") and "Dropped lessons" not in partial

@@ -58,7 +58,7 @@ def test_propose_button(client_for, approver, memory, django_capture_on_commit_c
     assert response.status_code == 302
     proposal = CompactionProposal.objects.get(memory=memory)
     assert proposal.status == "pending" and proposal.created_by == approver and proposal.trigger == "manual"
-    assert [l.kind for l in proposal.lines.all()] == ["merged"]
+    assert [line.kind for line in proposal.lines.all()] == ["merged"]
     again = client.post(reverse("compaction-propose", args=[memory.pk]))
     assert again["Location"] == reverse("compaction-detail", args=[proposal.pk])
     assert CompactionProposal.objects.count() == 1

@@ -97,7 +97,7 @@ def test_no_email_when_nothing_waits(smtp_server, approvers):
 
 
 def test_an_approver_who_opted_out_gets_none_and_one_per_day_at_most(smtp_server, approvers, memory):
-    ada, grace = approvers
+    _ada, grace = approvers
     waiting_work(memory)
     digest_preference_set(user=grace, daily_digest=False)
     assert digest_send_all() == 1

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_items_older_than_the_setting_are_counted_as_overdue(memory, settings):
-    candidate, proposal, run = waiting_work(memory, compaction_days_ago=10, run_days_ago=2)
+    _candidate, _proposal, _run = waiting_work(memory, compaction_days_ago=10, run_days_ago=2)
     late = overdue(EVERY_MEMORY)
     assert late.days == 7 and late.total == 1 and late.summary == "1 compaction"
     settings.REVIEW_OVERDUE_DAYS = 1

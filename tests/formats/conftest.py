@@ -30,19 +30,19 @@ def stored_lessons(status=None):
         lessons = lessons.filter(status=status)
     return sorted(
         (
-            l.memory.persona.name,
-            l.memory.persona.archived_at is not None,
-            l.memory.project.slug,
-            l.tier,
-            l.category,
-            l.text,
-            tuple(r.as_text() for r in l.refs.all()),
-            l.lesson_date.isoformat(),
-            l.unparsed,
-            l.raw_line,
-            l.status,
+            lesson.memory.persona.name,
+            lesson.memory.persona.archived_at is not None,
+            lesson.memory.project.slug,
+            lesson.tier,
+            lesson.category,
+            lesson.text,
+            tuple(r.as_text() for r in lesson.refs.all()),
+            lesson.lesson_date.isoformat(),
+            lesson.unparsed,
+            lesson.raw_line,
+            lesson.status,
         )
-        for l in lessons
+        for lesson in lessons
     )
 
 

@@ -2,7 +2,6 @@
 
 import os
 from datetime import UTC, date, datetime
-from datetime import timezone as dt_timezone
 from pathlib import Path
 
 import pytest

@@ -1,7 +1,7 @@
 """python manage.py import_memory ROOT, against real files and the real database."""
 
+import gc
 from datetime import UTC, date, datetime
-from datetime import timezone as dt_timezone
 
 import pytest
 from django.core.management.base import CommandError
@@ -49,13 +49,13 @@ def test_imports_lessons_with_tiers_categories_dates_and_refs(tree, run_command)
     assert "Maya / night-watch-cli: +2 core, +3 working, 0 already present [new persona, project, memory]" in out
     memory = Memory.objects.get(persona__name="Maya", project__slug="night-watch-cli")
     core = list(memory.lessons.core().order_by("id"))
-    assert [(l.category, l.text, l.lesson_date) for l in core] == [
+    assert [(lesson.category, lesson.text, lesson.lesson_date) for lesson in core] == [
         ("PATTERN", "Refresh tokens skip the expiry check", date(2025, 2, 10)),
         ("DECISION", "Event sourcing for the audit trail", date(2025, 2, 11)),
     ]
     assert [r.as_text() for r in core[0].refs.all()] == ["src/auth.ts#L23-L30"]
     working = list(memory.lessons.working().order_by("id"))
-    assert [(l.category, l.lesson_date) for l in working] == [
+    assert [(lesson.category, lesson.lesson_date) for lesson in working] == [
         ("OBSERVATION", date(2025, 1, 31)),
         ("TODO", date(2025, 1, 31)),
         ("HYPOTHESIS", date(2025, 2, 3)),
@@ -191,14 +191,14 @@ def test_malformed_lines_are_kept_verbatim_and_reported_with_file_and_line(tmp_p
     assert "Priya/memories/app/working.md:5:" in out and "continuation of something" in out
     assert "Priya/memories/app/working.md:6: bad reference" in out
     unparsed = Lesson.objects.filter(unparsed=True).order_by("id")
-    assert [l.raw_line for l in unparsed] == [
+    assert [lesson.raw_line for lesson in unparsed] == [
         "- [OBSERVATION] Wrong tier for core",
         "# My notes",
         "- [NOTE] Unknown tag",
         "  continuation of something",
         "- [TODO] Bad ref (ref: ../../etc/passwd)",
     ]
-    assert all(l.category == "" for l in unparsed)
+    assert all(lesson.category == "" for lesson in unparsed)
     assert not Lesson.objects.filter(refs__path__contains="passwd").exists()
     assert Lesson.objects.filter(unparsed=False).count() == 1
     # Reported again on the next import, and still not stored twice.
@@ -462,7 +462,7 @@ def test_history_of_an_import_is_the_snapshot_of_each_stored_lesson(tmp_path):
         change = Change.objects.get(lesson=lesson)
         assert change.action == Change.Action.CREATE and change.memory_id == lesson.memory_id
         assert change.after == lesson_snapshot(lesson), lesson.text
-    stored = {l.text for l in Lesson.objects.all()}
+    stored = {lesson.text for lesson in Lesson.objects.all()}
     assert set(TRICKY) <= stored and {f"core {t}" for t in TRICKY} <= stored
 
 
@@ -507,3 +507,22 @@ def test_two_folders_of_one_memory_add_their_shared_lines_once(tmp_path):
     assert [m.created for m in report.memories] == [["persona", "project", "memory"], []]
     first, second = Lesson.objects.order_by("id")
     assert second.section > first.section  # a later import section, not merged into the first
+
+
+def test_an_import_leaves_the_garbage_collector_as_it_found_it(tree):
+    """Imports pause the cyclic collector while they run; a failed one resumes it too."""
+    assert gc.isenabled()
+    memory_import_tree(tree=read_tree(tree), actor=Actor.system("test"))
+    assert gc.isenabled()
+    (tree / "Maya" / "memories" / "night-watch-cli" / "core.md").write_text("- [PATTERN] x\n", encoding="utf-8")
+    broken = read_tree(tree)
+    broken.memories[0].persona_name = "/"  # not a name a persona can have: the import refuses it
+    with pytest.raises(nightwatch.TreeError):
+        memory_import_tree(tree=broken, actor=Actor.system("test"))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        memory_import_tree(tree=read_tree(tree), actor=Actor.system("test"))
+        assert not gc.isenabled(), "a collector paused before the import stays paused"
+    finally:
+        gc.enable()

@@ -1,5 +1,5 @@
 import re
-from datetime import UTC, date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import pytest
 
@@ -102,7 +102,7 @@ def test_working_sections_dates_and_unparsed_lines_keep_their_place():
         "- [TODO] three\n"
     )
     lines = parse_working(text, "p/memories/x/working.md")
-    assert [(l.line_no, l.text, l.lesson_date, l.section, l.unparsed) for l in lines] == [
+    assert [(line.line_no, line.text, line.lesson_date, line.section, line.unparsed) for line in lines] == [
         (1, "early bullet", None, 0, False),
         (3, "one", date(2025, 1, 31), 1, False),
         (4, "stray text", date(2025, 1, 31), 1, True),
@@ -116,7 +116,7 @@ def test_working_sections_dates_and_unparsed_lines_keep_their_place():
 
 def test_core_lines_numbered_and_unparsed_kept_verbatim():
     lines = parse_core("- [DECISION] a (promoted 2025-01-01)\n\n  indented junk  \n- [PATTERN] b\n")
-    assert [(l.line_no, l.unparsed, l.lesson_date) for l in lines] == [
+    assert [(line.line_no, line.unparsed, line.lesson_date) for line in lines] == [
         (1, False, date(2025, 1, 1)),
         (3, True, None),
         (4, False, None),

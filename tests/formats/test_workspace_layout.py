@@ -74,8 +74,8 @@ def test_untagged_bullets_take_the_category_of_their_file(db, tmp_path):
     call_command("import_memory", str(tmp_path), "--layout", "workspace")
     persona = Persona.objects.get(name="Ada")
     got = {
-        (l.tier, l.category, l.text, l.lesson_date.isoformat(), l.unparsed)
-        for l in Lesson.objects.filter(memory__persona=persona)
+        (lesson.tier, lesson.category, lesson.text, lesson.lesson_date.isoformat(), lesson.unparsed)
+        for lesson in Lesson.objects.filter(memory__persona=persona)
     }
     assert (
         "core",

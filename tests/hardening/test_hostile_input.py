@@ -77,7 +77,7 @@ def world(memory, approver, client):
     candidate = promotion_detect(memory=memory).created[0]
     memory.compaction_target_lines = 10
     memory.save()
-    ids = ", ".join(str(l.pk) for l in themed)
+    ids = ", ".join(str(lesson.pk) for lesson in themed)
     proposal = compaction_propose(
         memory=memory,
         actor=actor,

@@ -7,7 +7,7 @@ from django.core.management.base import CommandError
 from personas.models import Persona
 from personas.services import persona_create, persona_rename
 from tests.factories import PersonaFactory
-from tests.formats.conftest import run_command, write_tree  # noqa: F401 (fixture)
+from tests.formats.conftest import write_tree
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""The bulk writes of memory/services.py: many lessons in a few statements, with the history one by one gives."""
+"""The bulk writes of the write path (memory/history/bulk.py): many lessons in a few statements, with the history one by one gives."""
 
 from datetime import date
 
@@ -9,6 +9,8 @@ from django.utils import timezone
 from memory import services
 from memory.formats.importer import memory_import_tree
 from memory.formats.nightwatch import read_tree
+from memory.history.bulk import _CHANGE_COLUMNS
+from memory.history.rows import RowInserter
 from memory.models import Change, ChangeBatch, Lesson
 from memory.refs import Ref
 from memory.services import Actor, batch_revert
@@ -55,7 +57,7 @@ def test_history_of_bulk_lessons_is_the_snapshot_revert_compares(django_assert_m
     with django_assert_max_num_queries(8):  # a few statements whatever the number of lessons
         ids = services.lessons_bulk_create(new)
     lessons = Lesson.objects.filter(pk__in=ids).order_by("id").prefetch_related("refs")
-    assert [l.text for l in lessons] == ['Quote " and ünïcode', "Merged lesson"]
+    assert [lesson.text for lesson in lessons] == ['Quote " and ünïcode', "Merged lesson"]
     plain, merged = lessons
     assert [r.as_text() for r in plain.refs.order_by("position")] == ["src/a.py#L3-L9", "README.md"]
     assert (merged.relevance, merged.protected, list(merged.derived_from.all())) == ("critical", True, [source])
@@ -82,7 +84,7 @@ def test_a_value_too_long_for_its_column_is_refused_not_cut(tmp_path):
 
     if connection.vendor == "sqlite":
         pytest.skip("SQLite does not enforce varchar lengths")
-    inserter = services._RowInserter(Change, services._CHANGE_COLUMNS, timezone.now())
+    inserter = RowInserter(Change, _CHANGE_COLUMNS, timezone.now())
     root = write_tree(tmp_path / "agents", {"Maya/memories/app/working.md": "## 2025-01-02 [TODO]\n- [TODO] x\n"})
     memory_import_tree(tree=read_tree(root), actor=Actor.system("tests"))
     change = Change.objects.get()

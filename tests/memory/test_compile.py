@@ -48,11 +48,11 @@ def test_working_budget_keeps_most_recent_whole_lessons(memory):
     memory.save()
     lessons = [make_lesson(memory, f"Observation {i} " + "x" * 60, day=date(2026, 1, i + 1)) for i in range(10)]
     compiled = compile_memory(memory)
-    assert compiled.working_kept == [l.pk for l in lessons[-len(compiled.working_kept) :]]
+    assert compiled.working_kept == [lesson.pk for lesson in lessons[-len(compiled.working_kept) :]]
     assert 0 < len(compiled.working_kept) < 10
     assert compiled.working_chars <= 300
-    for l in lessons:  # never mid-lesson
-        assert (l.text in compiled.text) == (l.pk in compiled.working_kept)
+    for lesson in lessons:  # never mid-lesson
+        assert (lesson.text in compiled.text) == (lesson.pk in compiled.working_kept)
 
 
 def test_core_budget_keeps_first_lessons(memory):
@@ -60,7 +60,7 @@ def test_core_budget_keeps_first_lessons(memory):
     memory.save()
     lessons = [make_lesson(memory, f"Pattern {i} " + "y" * 50, category="PATTERN", tier="core") for i in range(8)]
     compiled = compile_memory(memory)
-    assert compiled.core_kept == [l.pk for l in lessons[: len(compiled.core_kept)]]
+    assert compiled.core_kept == [lesson.pk for lesson in lessons[: len(compiled.core_kept)]]
     assert compiled.core_chars <= 200
 
 

@@ -36,10 +36,10 @@ def _reference(memory):
     core_ids = _select_within_budget(core, memory.core_char_budget, render_core)
     working_ids = _select_within_budget(list(reversed(working)), memory.working_char_budget, render_working)
     return (
-        [l.pk for l, _ in core if l.pk in core_ids],
-        [l.pk for l, _ in core if l.pk not in core_ids],
-        [l.pk for l, _ in working_order([item for item in working if item[0].pk in working_ids])],
-        [l.pk for l, _ in working if l.pk not in working_ids],
+        [lesson.pk for lesson, _ in core if lesson.pk in core_ids],
+        [lesson.pk for lesson, _ in core if lesson.pk not in core_ids],
+        [lesson.pk for lesson, _ in working_order([item for item in working if item[0].pk in working_ids])],
+        [lesson.pk for lesson, _ in working if lesson.pk not in working_ids],
     )
 
 

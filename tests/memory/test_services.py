@@ -12,8 +12,16 @@ pytestmark = pytest.mark.django_db
 
 def state(memory):
     return {
-        (l.pk, l.text, l.category, l.tier, l.status, l.protected, tuple(r.as_text() for r in l.refs.all()))
-        for l in Lesson.objects.filter(memory=memory).prefetch_related("refs")
+        (
+            lesson.pk,
+            lesson.text,
+            lesson.category,
+            lesson.tier,
+            lesson.status,
+            lesson.protected,
+            tuple(r.as_text() for r in lesson.refs.all()),
+        )
+        for lesson in Lesson.objects.filter(memory=memory).prefetch_related("refs")
     }
 
 

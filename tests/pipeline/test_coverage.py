@@ -1,7 +1,5 @@
 """Coverage tags: pending reflections and core lessons citing a working lesson."""
 
-from django.urls import reverse
-
 from memory import services
 from memory.models import PromotionCandidate
 from memory.pipeline.coverage import coverage_counts, coverage_tag
@@ -29,7 +27,7 @@ def test_tags_follow_the_number_of_citations(memory, django_assert_num_queries):
     with django_assert_num_queries(2):
         counts = coverage_counts(memory)
     assert counts.get(uncited.pk, 0) == 0 and counts[cited.pk] == 1 and counts[reinforced.pk] == 4
-    assert [coverage_tag(counts.get(l.pk, 0)) for l in (uncited, cited, reinforced)] == [
+    assert [coverage_tag(counts.get(lesson.pk, 0)) for lesson in (uncited, cited, reinforced)] == [
         "uncited",
         "cited",
         "reinforced",

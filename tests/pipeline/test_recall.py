@@ -1,7 +1,7 @@
 """Recall: the JSON context carries ids and usage instructions; a lesson comes back with its sources."""
 
 from memory.models import Lesson
-from tests.api.conftest import agent, make_agent, memory_url  # noqa: F401 (fixtures)
+from tests.api.conftest import memory_url
 from tests.factories import make_lesson
 from tests.pipeline.helpers import make_interaction, run_pipeline
 

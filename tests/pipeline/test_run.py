@@ -23,7 +23,7 @@ def test_scripted_run_from_transcript_to_candidates_and_drop_proposal(memory, sc
     memory.save()
     old = make_lesson(memory, "Old note: the queue worker was restarted by hand.", relevance="low")
     interaction = make_interaction(memory)
-    engine = scripted_engine(
+    scripted_engine(
         turns=[
             # observer
             [
@@ -103,12 +103,14 @@ def test_scripted_run_from_transcript_to_candidates_and_drop_proposal(memory, sc
                 (
                     "drop_observations",
                     {
-                        "ids": [str(old.pk)]
-                        + ids_of(
-                            memory,
-                            "User said never push directly to main.",
-                            "completed: advisory locks in the queue worker; tests pass.",
-                        )
+                        "ids": [
+                            str(old.pk),
+                            *ids_of(
+                                memory,
+                                "User said never push directly to main.",
+                                "completed: advisory locks in the queue worker; tests pass.",
+                            ),
+                        ]
                     },
                 )
             ],
@@ -145,7 +147,7 @@ def test_scripted_run_from_transcript_to_candidates_and_drop_proposal(memory, sc
     assert proposal.status == "pending" and proposal.trigger == "pruning" and proposal.validation_errors == []
     dropped = set(proposal.drops.values_list("lesson_id", flat=True))
     assert old.pk in dropped and len(dropped) == 2
-    assert {l.kind for l in proposal.lines.all()} == {"kept"}
+    assert {line.kind for line in proposal.lines.all()} == {"kept"}
     assert proposal.lines.count() == 2
     assert Lesson.objects.get(text="User said never push directly to main.").status == "active"
 

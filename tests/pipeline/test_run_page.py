@@ -68,21 +68,21 @@ def test_observations_lose_speaker_prefixes_and_get_the_refs_the_transcript_name
 def test_finished_run_lists_what_it_created_and_says_the_pruner_was_skipped(client_for, viewer, memory):
     interaction = make_interaction(
         memory,
-        TRANSCRIPT
-        + [
+        [
+            *TRANSCRIPT,
             {
                 "id": "m4",
                 "role": "user",
                 "at": "2026-03-02 09:30",
                 "text": "The retry loop in the queue worker must surface TimeoutError to callers.",
-            }
+            },
         ],
     )
     run = run_pipeline(memory, interaction)  # offline engine; working memory stays far under its budget
     run.refresh_from_db()
     assert run.status == "completed", run.error
     observations = list(Lesson.objects.filter(memory=memory, tier="working").order_by("id"))
-    assert observations and not any(re.match(r"(User|Assistant):", l.text) for l in observations)
+    assert observations and not any(re.match(r"(User|Assistant):", lesson.text) for lesson in observations)
     candidates = list(PromotionCandidate.objects.filter(memory=memory))
     assert candidates
 

@@ -92,7 +92,7 @@ def test_pruner_never_drops_critical_or_protected_and_only_drops(memory):
     low = make_lesson(memory, "Ran the tests again.", relevance="low")
     critical = make_lesson(memory, "Never push to main.", relevance="critical")
     protected = make_lesson(memory, "Keep this one.", protected=True)
-    tool = PrunerTool(pool=[low, critical, protected], cost=lambda l: 10)
+    tool = PrunerTool(pool=[low, critical, protected], cost=lambda lesson: 10)
     result = tool(
         ToolCall(
             "c", "drop_observations", {"ids": [str(critical.pk), str(low.pk), "999", str(protected.pk), str(low.pk)]}

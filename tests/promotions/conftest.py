@@ -51,7 +51,7 @@ def candidate(memory, themed):
 def verdict(lessons, keep=None, *, core=True, reason="They state the same lesson."):
     """A verify_group answer keeping `keep` (default: every lesson)."""
     keep = lessons if keep is None else keep
-    return ("verify_group", {"same_lesson": [l.pk for l in keep], "deserves_core": core, "reason": reason})
+    return ("verify_group", {"same_lesson": [lesson.pk for lesson in keep], "deserves_core": core, "reason": reason})
 
 
 def grouping(*groups):

@@ -1,5 +1,7 @@
 """The benchmark runs end to end on a small memory (the figures come from `make bench`)."""
 
+import os
+
 import pytest
 
 from memory.bench import Bench
@@ -38,8 +40,9 @@ def test_planted_data_holds_what_the_bench_claims():
 def test_bench_registers_with_the_runner():
     from memory.bench import discover
 
-    recorded = Bench(name="promotions", scale=0.06, out=open("/dev/null", "w"))
-    discover()["promotions"].func(recorded)
+    with open(os.devnull, "w") as devnull:
+        recorded = Bench(name="promotions", scale=0.06, out=devnull)
+        discover()["promotions"].func(recorded)
     labels = [f.label for f in recorded.figures]
     assert {"candidates", "candidate precision", "theme recall", "pair precision", "pair recall"} <= set(labels)
     wall = recorded.figures[0]

@@ -50,7 +50,9 @@ def test_every_demo_candidate_is_small_and_meets_the_dates_rule(client_for, appr
     for candidate in pending:
         lessons = list(candidate.supporting.all())
         assert len(lessons) <= 12
-        true_dates = {l.lesson_date for l in lessons} | {c.confirmed_on for l in lessons for c in l.confirmations.all()}
+        true_dates = {lesson.lesson_date for lesson in lessons} | {
+            c.confirmed_on for lesson in lessons for c in lesson.confirmations.all()
+        }
         assert candidate.distinct_dates == len(true_dates)
         if not candidate.from_pipeline:
             assert candidate.distinct_dates >= candidate.memory.promotion_threshold

@@ -154,13 +154,13 @@ def test_old_detector_candidates_are_re_evaluated_once(memory, approver):
             status=status,
             evidence={"lessons": ids, "confirmations": []},
             fingerprint="x",
-            supporting_state={str(l.pk): {"hash": l.content_hash} for l in lessons if l.pk in ids},
+            supporting_state={str(lesson.pk): {"hash": lesson.content_hash} for lesson in lessons if lesson.pk in ids},
         )
-        c.supporting.set([l for l in lessons if l.pk in ids])
+        c.supporting.set([lesson for lesson in lessons if lesson.pk in ids])
         return c
 
-    pending = old("pending", [l.pk for l in lessons])
-    rejected = old("rejected", [l.pk for l in lessons[:2]])
+    pending = old("pending", [lesson.pk for lesson in lessons])
+    rejected = old("rejected", [lesson.pk for lesson in lessons[:2]])
     result = promotion_detect(memory=memory)
     pending.refresh_from_db()
     rejected.refresh_from_db()

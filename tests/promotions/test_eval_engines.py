@@ -21,7 +21,7 @@ def corpus(tmp_path):
 
 def _oracle(path):
     (memory,) = evaluation.load_corpus(path)
-    return ThemeOracle({l.id: l.theme for l in memory.lessons})
+    return ThemeOracle({lesson.id: lesson.theme for lesson in memory.lessons})
 
 
 def _run(*args):
@@ -42,7 +42,7 @@ def test_offline_is_the_default_and_needs_no_key(corpus, settings):
     default, offline = _run(corpus), _run(corpus, "--engine", "offline")
     assert default == offline
     assert "engine: offline" in offline
-    candidates, *_, calls, tokens = _all_row(offline)
+    _candidates, *_, calls, tokens = _all_row(offline)
     assert (calls, tokens) == (0, 0)
 
 

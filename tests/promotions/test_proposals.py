@@ -132,33 +132,10 @@ class ThemeEngine:
         return ToolSession(turns=1, tool_calls=1, calls=[(call, ToolResult(call.id, result))])
 
 
-WORDS = [
-    "retry",
-    "cache",
-    "token",
-    "queue",
-    "worker",
-    "schema",
-    "index",
-    "webhook",
-    "refund",
-    "invoice",
-    "tenant",
-    "export",
-    "import",
-    "session",
-    "timeout",
-    "deploy",
-    "rollback",
-    "migration",
-    "backfill",
-    "scheduler",
-    "cron",
-    "latency",
-    "replica",
-    "shard",
-    "lock",
-]
+# A word list, kept on one line rather than one word per line.
+# fmt: off
+WORDS = ["retry", "cache", "token", "queue", "worker", "schema", "index", "webhook", "refund", "invoice", "tenant", "export", "import", "session", "timeout", "deploy", "rollback", "migration", "backfill", "scheduler", "cron", "latency", "replica", "shard", "lock"]
+# fmt: on
 
 
 def big_memory(n_lessons=2000, *, seed=21, days=400, spread=45):

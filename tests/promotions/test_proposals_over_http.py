@@ -196,7 +196,7 @@ def test_re_detection_sends_only_the_new_lessons(memory, openai):
     result = promotion_detect(memory=memory)
 
     first, second = _grouping_requests(openai)
-    assert _sent_ids(first) == {l.pk for l in lessons.values()}
+    assert _sent_ids(first) == {lesson.pk for lesson in lessons.values()}
     assert _sent_ids(second) == {added["r3"].pk, added["t3"].pk}
     # As context: a summary per group, and the earlier lessons the model left alone; no grouped lesson again.
     prompt, _ = request_parts(second)
@@ -204,7 +204,7 @@ def test_re_detection_sends_only_the_new_lessons(memory, openai):
     assert _sent_ids(second, "Earlier lessons") == {lessons["x1"].pk, lessons["x2"].pk}
     assert not any(lessons[k].text in prompt for k in ("r1", "r2", "t1", "t2"))
     assert {frozenset(_members(c)) for c in result.created} == {
-        frozenset(l.pk for k, l in {**lessons, **added}.items() if k.startswith(p)) for p in ("r", "t")
+        frozenset(lesson.pk for k, lesson in {**lessons, **added}.items() if k.startswith(p)) for p in ("r", "t")
     }
     assert {c.found_by for c in result.created} == {"model"}
     assert DetectionRun.objects.order_by("-id").first().lessons_sent == 2

@@ -38,9 +38,9 @@ def _lessons(memory, texts, start=1):
 def test_a_reflection_keeps_only_the_group_of_the_observation_it_is_about(memory):
     restated, others = _lessons(memory, RESTATED), _lessons(memory, OTHERS, start=10)
     groups = ObservationGroups.of_memory(memory)
-    kept = groups.fit([l.pk for l in restated + others], RESTATED[0])
-    assert kept == sorted(l.pk for l in restated)
-    assert groups.passes(kept) and not groups.passes([l.pk for l in restated + others])
+    kept = groups.fit([lesson.pk for lesson in restated + others], RESTATED[0])
+    assert kept == sorted(lesson.pk for lesson in restated)
+    assert groups.passes(kept) and not groups.passes([lesson.pk for lesson in restated + others])
 
 
 def test_support_is_added_only_when_the_grown_group_still_passes(memory):
@@ -56,8 +56,8 @@ def test_support_is_added_only_when_the_grown_group_still_passes(memory):
     )
     reflection_support(candidate=reflection, lessons=[restated[2], *others])
     reflection.refresh_from_db()
-    assert reflection.evidence["lessons"] == sorted(l.pk for l in restated)
-    assert set(reflection.supporting.values_list("pk", flat=True)) == {l.pk for l in restated}
+    assert reflection.evidence["lessons"] == sorted(lesson.pk for lesson in restated)
+    assert set(reflection.supporting.values_list("pk", flat=True)) == {lesson.pk for lesson in restated}
 
 
 def test_support_never_changes_a_detection_candidate(memory):
@@ -66,7 +66,7 @@ def test_support_never_changes_a_detection_candidate(memory):
     observation = make_lesson(memory, RESTATED[0] + " (seen again in the pipeline)", refs=CLIENT, day=date(2026, 3, 1))
     reflection_support(candidate=candidate, lessons=[observation])
     candidate.refresh_from_db()
-    assert candidate.evidence["lessons"] == sorted(l.pk for l in restated)
+    assert candidate.evidence["lessons"] == sorted(lesson.pk for lesson in restated)
 
 
 def test_a_reflection_never_grows_past_the_cap(memory):
@@ -81,7 +81,7 @@ def test_a_reflection_never_grows_past_the_cap(memory):
         memory=memory,
         text=texts[0],
         category="PATTERN",
-        lessons=[l for l in lessons if l.pk in found[0]],
+        lessons=[lesson for lesson in lessons if lesson.pk in found[0]],
         refs=[],
         engine="offline",
         run_id=None,
@@ -126,9 +126,14 @@ def test_redetect_regroups_what_the_old_reflector_grew(memory):
         category="PATTERN",
         engine="offline",
         detector="reflector",
-        evidence={"lessons": [l.pk for l in restated + others], "confirmations": [], "source": "reflector", "run": 7},
+        evidence={
+            "lessons": [lesson.pk for lesson in restated + others],
+            "confirmations": [],
+            "source": "reflector",
+            "run": 7,
+        },
         fingerprint="old",
-        supporting_state={str(l.pk): {"hash": l.content_hash} for l in restated + others},
+        supporting_state={str(lesson.pk): {"hash": lesson.content_hash} for lesson in restated + others},
     )
     wide.supporting.set(restated + others)
 
@@ -142,7 +147,7 @@ def test_redetect_regroups_what_the_old_reflector_grew(memory):
     # a pending candidate already holds).
     (replacement,) = PromotionCandidate.objects.filter(status="pending")
     assert replacement.evidence["source"] == "reflector" and replacement.evidence["run"] == 7
-    assert replacement.evidence["lessons"] == sorted(l.pk for l in restated)
+    assert replacement.evidence["lessons"] == sorted(lesson.pk for lesson in restated)
     assert "1 detection candidate had grown past its group; 1 reflection regrouped" in out.getvalue()
     call_command("redetect_promotions", stdout=out)
     assert (

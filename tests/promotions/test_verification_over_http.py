@@ -60,7 +60,7 @@ def test_the_model_confirms_the_group(memory, openai):
     check = openai.requests[1].json
     assert check["tools"][0]["function"]["name"] == "verify_group"
     prompt = check["messages"][-1]["content"]
-    assert all(f"{l.pk} | {l.lesson_date.isoformat()}" in prompt for l in lessons)
+    assert all(f"{lesson.pk} | {lesson.lesson_date.isoformat()}" in prompt for lesson in lessons)
     assert LLMCall.objects.filter(purpose="promotion verification", outcome="ok").count() == 1
 
 
@@ -68,7 +68,7 @@ def test_a_member_the_model_rejects_leaves_the_group(memory, openai):
     lessons = _refund_lessons(memory)
     decoy = _decoy(memory)
     openai.tool_calls([grouping()])
-    openai.tool_calls([verdict(lessons + [decoy], keep=lessons, reason="The pagination lesson is another point.")])
+    openai.tool_calls([verdict([*lessons, decoy], keep=lessons, reason="The pagination lesson is another point.")])
     openai.text(WORDING)
 
     (candidate,) = promotion_detect(memory=memory).created
@@ -83,7 +83,7 @@ def test_a_group_below_the_dates_rule_once_trimmed_is_dropped(memory, openai):
     lessons = _refund_lessons(memory, days=(1, 9))
     decoy = _decoy(memory)
     openai.tool_calls([grouping()])
-    openai.tool_calls([verdict(lessons + [decoy], keep=lessons)])
+    openai.tool_calls([verdict([*lessons, decoy], keep=lessons)])
 
     assert promotion_detect(memory=memory).created == []
     assert len(openai.requests) == 2  # grouping and check; no wording asked for a dropped group
@@ -125,7 +125,7 @@ def test_an_unusable_answer_is_a_clear_error_and_changes_no_candidate(memory, op
     if answer == "text":
         openai.text("They all say the same thing.")
     elif answer == "unknown id":
-        openai.tool_calls([("verify_group", {"same_lesson": ids + [99999], "deserves_core": True, "reason": "x"})])
+        openai.tool_calls([("verify_group", {"same_lesson": [*ids, 99999], "deserves_core": True, "reason": "x"})])
     elif answer == "broken json":
         openai.tool_calls([("verify_group", '{"same_lesson": [1, 2')])
     else:
@@ -146,7 +146,7 @@ def test_anthropic_check_through_its_sdk(memory, llm_settings, llm_server):
     lessons = _refund_lessons(memory)
     decoy = _decoy(memory)
     llm_server.anthropic.tool_calls([grouping()])
-    llm_server.anthropic.tool_calls([verdict(lessons + [decoy], keep=lessons, reason="Scope, not pagination.")])
+    llm_server.anthropic.tool_calls([verdict([*lessons, decoy], keep=lessons, reason="Scope, not pagination.")])
     llm_server.anthropic.text(WORDING)
 
     (candidate,) = promotion_detect(memory=memory).created

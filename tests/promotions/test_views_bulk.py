@@ -25,7 +25,7 @@ def test_get_is_not_allowed(client_for, approver):
 
 
 def test_plain_post_approves_and_comes_back_to_the_same_inbox_page(client_for, approver):
-    a, b, c = _pending(3)
+    a, b, _c = _pending(3)
     response = client_for(approver).post(
         URL, {"candidate": [a.pk, b.pk], "action": "approve", "next": "kind=recurring&page=1"}, follow=True
     )

@@ -1,7 +1,6 @@
 """The promotion inbox page: who can see it, what it shows, and a fixed number of queries."""
 
 from datetime import UTC, date, datetime
-from datetime import timezone as dt_timezone
 
 import pytest
 from django.urls import reverse
@@ -320,7 +319,7 @@ def test_page_size_bounds_rows_read_and_html_size(client_for, approver, monkeypa
         return sum(rows), response.content
 
     _candidates(5)
-    few_rows, few_html = read()
+    few_rows, _few_html = read()
     _candidates(20)
     many_rows, many_html = read()
     assert _cards(many_html.decode()) == 4

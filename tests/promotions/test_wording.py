@@ -41,7 +41,7 @@ def test_model_wording_is_used_and_keeps_the_refs(memory, themed):
     assert candidate.category == "DECISION"
     assert candidate.engine == "anthropic:claude-test" and candidate.engine_note == ""
     assert "src/billing/webhooks.py#L10-L30" in candidate.refs
-    system, prompt, purpose = engine.prompts[0]
+    _system, prompt, purpose = engine.prompts[0]
     assert purpose == "promotion" and "2026-01-01" in prompt and "src/billing/webhooks.py#L12" in prompt
 
 

@@ -27,7 +27,7 @@ def test_model_line_becomes_the_proposed_wording(memory, themed, fake):
     assert candidate.category == "DECISION"
     assert candidate.engine == "openai:gpt-wording" and candidate.engine_note == ""
     assert "src/billing/webhooks.py#L10-L30" in candidate.refs
-    grouped, check, request = fake.requests
+    _grouped, _check, request = fake.requests
     prompt = request.json["messages"][-1]["content"]
     assert "2026-01-01" in prompt and "src/billing/webhooks.py#L12" in prompt
     calls = LLMCall.objects.order_by("id")

@@ -30,7 +30,8 @@ def dump(memory_id):
 
 def main(step, *args):
     if step == "setup":
-        call_command("migrate", verbosity=0)
+        if "--migrate" in args:  # else the file is a copy of the test database, schema included
+            call_command("migrate", verbosity=0)
         from tests.factories import MemoryFactory, make_lesson
 
         memory = MemoryFactory()
@@ -41,7 +42,7 @@ def main(step, *args):
                 tier="core",
                 category="PATTERN",
             )
-        print(json.dumps({"memory_id": memory.pk}), flush=True)
+        print(json.dumps({"memory_id": memory.pk, **dump(memory.pk)}), flush=True)
     elif step == "run":
         from memory.refinement.services import refinement_run_create, refinement_run_execute
         from tests.refinement.scripted import ScriptedEngine

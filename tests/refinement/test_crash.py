@@ -1,11 +1,15 @@
 """A worker killed mid-run leaves nothing applied; the sweeper marks the run failed."""
 
+import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+
+from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,10 +33,21 @@ def step(env, *args):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_sigkill_mid_run_then_sweeper_leaves_memory_as_before(tmp_path):
+def migrated_sqlite(path):
+    """Arguments for the setup step: the SQLite test database copied to `path` (its schema is migrated
+    already), or, when the tests run on PostgreSQL, an empty file the setup step migrates."""
+    if connection.vendor != "sqlite":
+        return ["--migrate"]
+    connection.ensure_connection()
+    with contextlib.closing(sqlite3.connect(path)) as target:
+        connection.connection.backup(target)
+    return []
+
+
+def test_sigkill_mid_run_then_sweeper_leaves_memory_as_before(transactional_db, tmp_path):
     env = child_env(tmp_path / "crash.sqlite3")
-    memory_id = str(step(env, "setup")["memory_id"])
-    before = step(env, "dump", memory_id)
+    before = step(env, "setup", *migrated_sqlite(tmp_path / "crash.sqlite3"))
+    memory_id = str(before.pop("memory_id"))
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.refinement.killable", "run", memory_id],

@@ -6,6 +6,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from memory.models import Lesson, RefinementRun
+from tests.conftest import examples
 from tests.factories import MemoryFactory
 
 from .helpers import core, run_with, state
@@ -33,7 +34,7 @@ def core_chars(memory):
     )
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     ops=st.lists(op, max_size=30),
     sizes=st.lists(st.integers(20, 200), min_size=N, max_size=N),
@@ -63,7 +64,7 @@ def test_any_run_completes_within_limits_or_leaves_memory_untouched(db, ops, siz
             else:
                 calls.append((name, {}))
         before, chars_before = state(memory), core_chars(memory)
-        protected_before = {(l.pk, l.text) for l in lessons if l.protected}
+        protected_before = {(lesson.pk, lesson.text) for lesson in lessons if lesson.protected}
 
         run = run_with(memory, ScriptedEngine(calls))
         event(f"run {run.status}")

@@ -49,7 +49,7 @@ def test_a_merge_that_drops_details_and_a_delete_still_trip_the_breaker(memory):
 
 
 def test_the_threshold_is_the_personas(memory, client_for, approver):
-    a, b, c, d = _small_memory(memory)
+    a, b, _c, _d = _small_memory(memory)
     client = client_for(approver)
     response = client.post(reverse("refinement:threshold", args=[memory.persona_id]), {"threshold": "99"})
     assert response.status_code == 302
@@ -81,7 +81,7 @@ def test_kept_share_counts_words():
 
 
 def test_run_page_shows_the_breakers_figures_and_the_timeline_of_a_finished_run(memory, client_for, viewer):
-    a, b, c, d = _small_memory(memory)
+    a, b, _c, _d = _small_memory(memory)
     run = run_with(memory, ScriptedEngine([("consolidate", {"ids": [a.pk, b.pk], "text": "Use UTC."})]))
     html = client_for(viewer).get(reverse("refinement:run", args=[run.pk])).content.decode()
     assert f"kept {run.mass_counted} of {run.mass_before} tokens · threshold 90.0%" in html

@@ -27,7 +27,7 @@ def big_memory(memory, n=140):
 def test_nuclear_run_is_stopped_and_memory_is_exactly_as_before(memory):
     lessons = big_memory(memory)
     before = state(memory)
-    calls = [("delete", {"id": l.pk}) for l in lessons[:49]]
+    calls = [("delete", {"id": lesson.pk}) for lesson in lessons[:49]]
     calls += [
         ("consolidate", {"ids": [a.pk, b.pk], "text": f"merged {a.pk} and {b.pk}"})
         for a, b in zip(lessons[49:132:2], lessons[50:133:2])
@@ -66,7 +66,7 @@ def test_nuclear_run_is_stopped_and_memory_is_exactly_as_before(memory):
 def test_nuclear_run_on_a_small_memory_trips_the_breaker_and_rolls_everything_back(memory):
     lessons = big_memory(memory, n=30)
     before = state(memory)
-    calls = [("delete", {"id": l.pk}) for l in lessons[:49]]
+    calls = [("delete", {"id": lesson.pk}) for lesson in lessons[:49]]
     calls += [("consolidate", {"ids": [lessons[i].pk, lessons[i + 1].pk], "text": "merged"}) for i in range(0, 28, 2)]
     engine = ScriptedEngine(calls)
     run = run_with(memory, engine)
@@ -84,7 +84,7 @@ def test_small_cuts_trip_the_breaker_at_the_third_operation(memory):
     # 10 lessons of 100 chars; each update cuts 40 chars: retention 96%, 92%, 88% -> trips at #3.
     lessons = [core(memory, f"{i}" + "a" * 99) for i in range(10)]
     before = state(memory)
-    calls = [("update", {"id": l.pk, "text": f"{i}" + "b" * 59}) for i, l in enumerate(lessons)]
+    calls = [("update", {"id": lesson.pk, "text": f"{i}" + "b" * 59}) for i, lesson in enumerate(lessons)]
     calls.append(("complete", {}))
     engine = ScriptedEngine(calls)
     run = run_with(memory, engine)
@@ -194,7 +194,7 @@ def test_completed_run_applies_through_services_in_one_batch(memory):
     consolidate = run.operations.get(action="consolidate")
     assert {item["id"] for item in consolidate.after} == {a.pk, b.pk, new.pk}
     assert run.tokens_in == 140 and run.tokens_out == 21
-    assert "id %d" % a.pk in run.prompt_sent and e.text in run.prompt_sent
+    assert f"id {a.pk}" in run.prompt_sent and e.text in run.prompt_sent
     # one revert undoes the whole run
     from memory.refinement.services import refinement_run_revert
     from memory.services import Actor

@@ -60,7 +60,7 @@ def test_deletes_round_trip_and_the_cap_holds(fake, provider, memory):
     fake.text("YES")
     fake.tool_calls([("search", {"query": "deploy script"})])
     deletes = [("delete", {"id": lesson.pk, "reason": "duplicate"}) for lesson in lessons[:12]]
-    fake.tool_calls([("delete", {"id": guarded.pk})] + deletes)
+    fake.tool_calls([("delete", {"id": guarded.pk}), *deletes])
     fake.tool_calls([("complete", {"summary": "removed duplicates"})])
 
     run = run_with(memory, None)

@@ -78,7 +78,7 @@ def test_query_count_does_not_grow_with_operations(client_for, viewer, memory, d
     big = run_with(
         memory,
         ScriptedEngine(
-            [("delete", {"id": l.pk}) for l in lessons[1:6]]
+            [("delete", {"id": lesson.pk}) for lesson in lessons[1:6]]
             + [("search", {"query": "export"})] * 10
             + [("complete", {})]
         ),

@@ -12,7 +12,7 @@ def test_bullets_with_tags_and_refs():
         "- [todo] Add backoff to worker.retry() (ref: src/queue/worker.ts#L88, src/queue/config.ts)\n"
         "* [DECISION] Event sourcing for the audit trail: compliance needs full replay\n"
     )
-    assert [(l.category, l.text) for l in lessons] == [
+    assert [(lesson.category, lesson.text) for lesson in lessons] == [
         ("PATTERN", "Auth middleware skips the expiry check on refresh tokens"),
         ("TODO", "Add backoff to worker.retry()"),
         ("DECISION", "Event sourcing for the audit trail: compliance needs full replay"),
@@ -24,7 +24,7 @@ def test_bullets_with_tags_and_refs():
 
 def test_preamble_fences_and_blank_lines_are_ignored():
     answer = "Here is what I learned:\n```\n\n- [OBSERVATION] Fixed 1s retry delay in worker.ts\n```\n"
-    assert [l.text for l in parse_reflection(answer)] == ["Fixed 1s retry delay in worker.ts"]
+    assert [lesson.text for lesson in parse_reflection(answer)] == ["Fixed 1s retry delay in worker.ts"]
 
 
 def test_doubled_tag_is_read_once():

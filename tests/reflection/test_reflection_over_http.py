@@ -36,7 +36,7 @@ def test_good_bullets_are_stored(fake, provider, interaction, memory, django_cap
 
     lessons = list(Lesson.objects.order_by("id"))
     assert ids == [lesson.pk for lesson in lessons]
-    assert [(l.tier, l.category, l.text) for l in lessons] == [
+    assert [(lesson.tier, lesson.category, lesson.text) for lesson in lessons] == [
         ("working", "PATTERN", "Session refresh in auth/session.py never checks expiry"),
         ("working", "TODO", "Add an expiry test to test_session.py"),
     ]

@@ -34,14 +34,14 @@ def test_llm_answer_becomes_working_lessons(scripted, interaction, memory, signa
     version = memory.version
     ids = _reflect(interaction, django_capture_on_commit_callbacks)
     lessons = list(Lesson.objects.order_by("id"))
-    assert ids == [l.pk for l in lessons]
-    assert [(l.tier, l.category, l.vague) for l in lessons] == [
+    assert ids == [lesson.pk for lesson in lessons]
+    assert [(lesson.tier, lesson.category, lesson.vague) for lesson in lessons] == [
         ("working", "PATTERN", False),
         ("working", "TODO", False),
         ("working", "OBSERVATION", True),
     ]
-    assert all(l.interaction == interaction for l in lessons)
-    assert len({l.section for l in lessons}) == 1
+    assert all(lesson.interaction == interaction for lesson in lessons)
+    assert len({lesson.section for lesson in lessons}) == 1
     assert [r.as_text() for r in lessons[0].refs.all()] == ["auth/session.py#L20-L48"]
     batch = ChangeBatch.objects.get()
     assert batch.kind == "reflection" and batch.actor_type == "job" and batch.changes.count() == 3

@@ -181,7 +181,7 @@ def test_accepting_a_move_is_a_recorded_change_that_reverts(checked_memory, repo
 
     services.change_revert(change=change, actor=SYSTEM)
 
-    assert [r.as_text() for r in lesson.refs.all()][0] == "src/auth/middleware.py#L10-L14"
+    assert next(r.as_text() for r in lesson.refs.all()) == "src/auth/middleware.py#L10-L14"
     anchor = anchor_of(lesson)
     assert anchor.status == RefStatus.MOVED  # the revert brings back the ref with what the check found
     assert anchor.proposed_text == "src/auth/middleware.py#L12-L16"

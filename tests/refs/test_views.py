@@ -4,26 +4,8 @@ import pytest
 from django.urls import reverse
 
 from memory.models import Change, ChangeBatch, LessonRef, LessonStatus, RefCheck
-from memory.refs.services import refs_check_project
-from tests.factories import make_lesson
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def drifted(checked_memory, repo, django_capture_on_commit_callbacks):
-    """One moved ref, one changed ref, one valid ref, checked."""
-    with django_capture_on_commit_callbacks(execute=True):
-        lessons = {
-            "moved": make_lesson(checked_memory, "Auth step ten", refs="src/auth/middleware.py#L10-L12"),
-            "changed": make_lesson(checked_memory, "Invoice step four", refs="src/billing/invoice.py#L4"),
-            "valid": make_lesson(checked_memory, "Invoice step thirty", refs="src/billing/invoice.py#L30"),
-        }
-    repo.insert_lines("src/auth/middleware.py", 1, ["# first", "# second"])
-    repo.replace_line("src/billing/invoice.py", 4, "rounding = 'bankers'")
-    repo.commit("drift")
-    refs_check_project(project=checked_memory.project)
-    return lessons
 
 
 def ref_of(lesson):

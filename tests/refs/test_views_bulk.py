@@ -6,7 +6,7 @@ from django.urls import reverse
 from memory import services
 from memory.models import Change, Lesson, LessonRef, LessonStatus
 from memory.refs.services import refs_bulk_decide
-from tests.refs.test_views import drifted, ref_of  # noqa: F401  (the fixture)
+from tests.refs.test_views import ref_of
 
 pytestmark = pytest.mark.django_db
 

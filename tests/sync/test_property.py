@@ -18,6 +18,7 @@ from memory.review_queue import counts_by_source
 from memory.selectors import compile_memory
 from memory.sync import engine
 from memory.sync.models import SyncConflict
+from tests.conftest import examples
 from tests.sync.conftest import get_memory, nw_append, nw_rewrite, section
 
 pytestmark = pytest.mark.django_db
@@ -163,7 +164,7 @@ class World:
             assert get_memory(self.file.parent).rstrip() == (compiled or get_memory_of_nothing()).rstrip()
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(op, max_size=25))
 def test_no_line_is_ever_lost_and_every_conflict_waits_for_review(db, admin_user, monkeypatch, ops):
     with tempfile.TemporaryDirectory() as tmp, transaction.atomic():

@@ -29,7 +29,7 @@ def test_anonymous_goes_to_login(client, memory):
 def test_viewer_gets_403(client_for, viewer, memory):
     batch, lessons = _job_batch(memory)
     assert client_for(viewer).post(url(batch)).status_code == 403
-    assert all(l.status == LessonStatus.ACTIVE for l in lessons)
+    assert all(lesson.status == LessonStatus.ACTIVE for lesson in lessons)
 
 
 def test_full_page_revert_of_a_whole_batch(client_for, curator, memory):
@@ -54,4 +54,6 @@ def test_blocked_revert_shows_message_and_changes_nothing(client_for, curator, m
     services.lesson_update(lesson=lessons[0], actor=services.Actor.for_user(curator), text="Changed later")
     html = client_for(curator).post(url(batch), HTTP_HX_REQUEST="true").content.decode()
     assert "changed again after this" in html and 'role="alert"' in html
-    assert all(l.status == LessonStatus.ACTIVE for l in [type(lessons[0]).objects.get(pk=x.pk) for x in lessons])
+    assert all(
+        lesson.status == LessonStatus.ACTIVE for lesson in [type(lessons[0]).objects.get(pk=x.pk) for x in lessons]
+    )

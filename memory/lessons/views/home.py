@@ -12,6 +12,7 @@ from memory.access import visible_memories
 from memory.lessons.selectors import HOME_PAGE_SIZE, home_memories, memory_cards
 from memory.review_queue import counts_by_source, queue_total, request_totals
 from memory.roles import viewer_required
+from memory.webhooks.selectors import paused_endpoints_for
 
 
 def _read_filters(params):
@@ -70,6 +71,8 @@ def home(request):
         "cards": memory_cards(shown, counts_by_source([m.pk for m in shown]) if shown else {}),
         "filtered": bool(filters["q"] or filters["team"] or filters["waiting"]),
         "query_string": query.urlencode(),
+        # Endpoints that stopped sending after failing again and again, for whoever may resume them.
+        "paused_endpoints": [] if request.htmx else paused_endpoints_for(request.user),
     }
     template = "memory/lessons/home.html" + ("#memory-list" if request.htmx else "")
     return TemplateResponse(request, template, context)

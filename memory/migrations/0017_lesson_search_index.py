@@ -28,6 +28,6 @@ def drop(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memory", "0014_list_page_indexes")]
+    dependencies = [("memory", "0016_webhooks")]
 
     operations = [migrations.RunPython(create, drop, elidable=False)]
