@@ -21,6 +21,7 @@ from django.core.cache import cache, caches
 from django.core.signals import setting_changed
 from django.db import transaction
 from django.dispatch import receiver
+from django.utils import timezone
 
 COMPILED_SECONDS = 24 * 3600
 
@@ -129,7 +130,11 @@ def project_changed(project):
 
 def compiled_key(memory):
     # Budgets are part of the key: editing them changes the text without a new version.
-    return f"nw:compiled:{memory.pk}:{memory.version}:{memory.core_char_budget}:{memory.working_char_budget}"
+    # The day too: a lesson leaves compiled memory on its expires_on day without a new version.
+    return (
+        f"nw:compiled:{memory.pk}:{memory.version}:{memory.core_char_budget}:{memory.working_char_budget}"
+        f":{timezone.localdate().isoformat()}"
+    )
 
 
 def connect_receivers():

@@ -9,11 +9,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.db import connection
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
+from django.utils import timezone
 
 from memory import context_cache
+from memory.conflicts import CONFLICT_MARK
 from memory.formats.lines import lesson_line, render_core, render_working, section_heading, working_order
-from memory.models import Lesson, LessonRef, LessonStatus, Memory, Relevance, Tier
+from memory.models import Lesson, LessonConflict, LessonRef, LessonStatus, Memory, Relevance, Tier
 from memory.refs import Ref
 from memory.refs.models import NEEDS_REVIEW, RefAnchor
 
@@ -24,10 +26,15 @@ CORE_HEADING = "## Core Lessons"
 WORKING_HEADING = "## Working Memory"
 
 
+def unexpired(today: date | None = None) -> Q:
+    """Lessons that have not expired: no expires_on, or one still ahead (from that day on it is gone)."""
+    return Q(expires_on__isnull=True) | Q(expires_on__gt=today or timezone.localdate())
+
+
 def active_lessons(memory: Memory, tier: str) -> list[Lesson]:
-    """Active lessons of one tier in file order, refs prefetched."""
+    """Active, unexpired lessons of one tier in file order, refs prefetched."""
     return list(
-        Lesson.objects.filter(memory=memory, tier=tier, status=LessonStatus.ACTIVE)
+        Lesson.objects.filter(unexpired(), memory=memory, tier=tier, status=LessonStatus.ACTIVE)
         .prefetch_related(Prefetch("refs", queryset=LessonRef.objects.order_by("position", "id")))
         .order_by("id")
     )
@@ -46,6 +53,8 @@ class CompiledMemory:
     working_chars: int = 0
     core_budget: int = 0
     working_budget: int = 0
+    # Kept lessons whose line carries CONFLICT_MARK (the older of a pending conflict).
+    disputed: set[int] = field(default_factory=set)
     # (core ids cut, working ids cut), read only when asked: listing every cut id of a large
     # memory costs more than compiling it.
     load_cut: Callable[[], tuple[list[int], list[int]]] | None = field(default=None, repr=False, compare=False)
@@ -113,6 +122,23 @@ def lesson_rows_with_refs(queryset: QuerySet[Lesson]) -> list[tuple[Any, list[Re
     return [(lesson, refs.get(lesson.id, [])) for lesson in lessons]
 
 
+_MARK_SUFFIX = " " + CONFLICT_MARK
+
+
+def _disputed_text() -> str:
+    """The text column with CONFLICT_MARK appended while the lesson is the older of a pending conflict
+    whose newer lesson is active (what agents read; exports leave the text as it is)."""
+    qn = connection.ops.quote_name
+    lesson = qn(Lesson._meta.db_table)
+    conflicts = qn(LessonConflict._meta.db_table)
+    mark = " " + CONFLICT_MARK.replace("'", "''")
+    return (
+        f"CASE WHEN EXISTS (SELECT 1 FROM {conflicts} c JOIN {lesson} n ON n.id = c.newer_id "
+        f"WHERE c.older_id = {lesson}.id AND c.status = 'pending' AND n.status = 'active') "
+        f"THEN {lesson}.{qn('text')} || '{mark}' ELSE {lesson}.{qn('text')} END AS {qn('text')}"
+    )
+
+
 # On SQLite, Django registers a converter per declared column type (date: two Python calls and a
 # parse) that runs on every row of the join, a lesson's refs included. Read as plain text and
 # integers, the date is parsed once per lesson and the flags are made bools in _fetch_rows.
@@ -126,14 +152,17 @@ def _row_column(qn: Callable[[str], str], name: str) -> str:
 
 
 @functools.cache
-def _lesson_sql(where: str, order: str, limit: bool = False) -> str:
-    """Active lessons of one memory with their refs in one statement (hand-written: the ORM's query
-    building cost more than the rest of compiling). Refs come as extra rows, in position order."""
+def _lesson_sql(where: str, order: str, limit: bool = False, mark: bool = False) -> str:
+    """Active, unexpired lessons of one memory with their refs in one statement (hand-written: the ORM's
+    query building cost more than the rest of compiling). Refs come as extra rows, in position order.
+    Parameters: memory id, today, then those of `where`. mark: disputed lines carry CONFLICT_MARK."""
     qn = connection.ops.quote_name
     columns = ", ".join(_row_column(qn, name) for name in LESSON_ROW_FIELDS)
+    selected = ", ".join(_disputed_text() if mark and name == "text" else qn(name) for name in LESSON_ROW_FIELDS)
     inner = (
-        f"SELECT {', '.join(qn(name) for name in LESSON_ROW_FIELDS)} FROM {qn(Lesson._meta.db_table)} "
-        f"WHERE memory_id = %s AND status = 'active' AND {where} ORDER BY id {order}" + (" LIMIT %s" if limit else "")
+        f"SELECT {selected} FROM {qn(Lesson._meta.db_table)} "
+        f"WHERE memory_id = %s AND status = 'active' AND (expires_on IS NULL OR expires_on > %s) AND {where} "
+        f"ORDER BY id {order}" + (" LIMIT %s" if limit else "")
     )
     return (
         f"SELECT {columns}, r.path, r.start_line, r.end_line, a.status FROM ({inner}) l "
@@ -143,7 +172,7 @@ def _lesson_sql(where: str, order: str, limit: bool = False) -> str:
     )
 
 
-def _fetch_rows(sql: str, params: Sequence[int | str]) -> list[RowWithRefs]:
+def _fetch_rows(sql: str, params: Sequence[int | str | date]) -> list[RowWithRefs]:
     """[(LessonRow, [Ref…])] from one of the `_lesson_sql` statements, in its order."""
     out: list[RowWithRefs] = []
     refs: list[Ref] = []
@@ -206,7 +235,9 @@ def _working_gain(older: LessonRow | None, lesson: LessonRow, newer: LessonRow |
     return gain
 
 
-def _pick_within_budget(memory: Memory, tier: str, must_keep: list[RowWithRefs], budget: int) -> dict[int, RowWithRefs]:
+def _pick_within_budget(
+    memory: Memory, tier: str, must_keep: list[RowWithRefs], budget: int, today: date
+) -> dict[int, RowWithRefs]:
     """Must-keep lessons of the tier, then lessons in priority order up to the first that does not fit.
 
     Core keeps its oldest lessons, working its newest. The budget is spent on exactly the text the
@@ -228,10 +259,10 @@ def _pick_within_budget(memory: Memory, tier: str, must_keep: list[RowWithRefs],
     after, size = None, _first_page(budget)
     while True:
         if after is None:
-            items = _fetch_rows(_lesson_sql("tier = %s", order, True), [memory.pk, tier, size])
+            items = _fetch_rows(_lesson_sql("tier = %s", order, True, True), [memory.pk, today, tier, size])
         else:
             where = "tier = %s AND id " + (">" if core else "<") + " %s"
-            items = _fetch_rows(_lesson_sql(where, order, True), [memory.pk, tier, after, size])
+            items = _fetch_rows(_lesson_sql(where, order, True, True), [memory.pk, today, tier, after, size])
         for lesson, refs in items:
             if lesson.id in kept:
                 newer = lesson
@@ -256,13 +287,13 @@ def _pick_within_budget(memory: Memory, tier: str, must_keep: list[RowWithRefs],
 
 
 def active_lesson_rows(memory: Memory) -> list[RowWithRefs]:
-    """[(row, [Ref…])] of every active lesson of a memory in file order, in one query (exporting)."""
-    return _fetch_rows(_lesson_sql("1 = 1", "ASC"), [memory.pk])
+    """[(row, [Ref…])] of every active, unexpired lesson of a memory in file order, in one query (exporting)."""
+    return _fetch_rows(_lesson_sql("1 = 1", "ASC"), [memory.pk, timezone.localdate()])
 
 
-def _must_keep(memory: Memory) -> list[RowWithRefs]:
+def _must_keep(memory: Memory, today: date) -> list[RowWithRefs]:
     # Spelled as the partial index `lesson_must_keep` is, so the database reads only must-keeps.
-    return _fetch_rows(_lesson_sql("(protected OR relevance = 'critical')", "ASC"), [memory.pk])
+    return _fetch_rows(_lesson_sql("(protected OR relevance = 'critical')", "ASC", False, True), [memory.pk, today])
 
 
 def compile_memory(memory: Memory) -> CompiledMemory:
@@ -273,9 +304,10 @@ def compile_memory(memory: Memory) -> CompiledMemory:
     lessons and working its most recent, whole, and protected and critical lessons are always kept.
     An empty memory compiles to "" so a persona without memory gets exactly its prompt.
     """
-    must_keep = _must_keep(memory)
-    core = _pick_within_budget(memory, Tier.CORE, must_keep, memory.core_char_budget)
-    working = _pick_within_budget(memory, Tier.WORKING, must_keep, memory.working_char_budget)
+    today = timezone.localdate()
+    must_keep = _must_keep(memory, today)
+    core = _pick_within_budget(memory, Tier.CORE, must_keep, memory.core_char_budget, today)
+    working = _pick_within_budget(memory, Tier.WORKING, must_keep, memory.working_char_budget, today)
     core_kept = [core[pk] for pk in sorted(core)]
     working_kept = working_order([working[pk] for pk in sorted(working)])
     core_text = render_core(core_kept)
@@ -299,7 +331,7 @@ def compile_memory(memory: Memory) -> CompiledMemory:
     def load_cut() -> tuple[list[int], list[int]]:  # read when first asked for: the memory at that moment
         core_cut: list[int] = []
         working_cut: list[int] = []
-        active = Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE)
+        active = Lesson.objects.filter(unexpired(today), memory=memory, status=LessonStatus.ACTIVE)
         for pk, tier in active.order_by("id").values_list("id", "tier"):
             if tier == Tier.CORE:
                 if pk not in core:
@@ -317,6 +349,7 @@ def compile_memory(memory: Memory) -> CompiledMemory:
         core_budget=memory.core_char_budget,
         working_budget=memory.working_char_budget,
         load_cut=load_cut,
+        disputed={row.id for row, _ in core_kept + working_kept if row.text.endswith(_MARK_SUFFIX)},
     )
 
 

@@ -3,6 +3,7 @@
 from celery import current_app, shared_task
 
 from memory.compaction.tasks import *  # noqa: F403
+from memory.conflicts.tasks import *  # noqa: F403
 from memory.digest.tasks import *  # noqa: F403
 from memory.pipeline.tasks import *  # noqa: F403
 from memory.promotions.tasks import *  # noqa: F403

@@ -12,4 +12,5 @@ urlpatterns = [
     path("account/", include("memory.digest.urls")),
     path("file-conflicts/", include("memory.sync.urls")),
     path("search/", include("memory.search.urls")),
+    path("conflicts/", include("memory.conflicts.urls")),
 ]

@@ -279,6 +279,7 @@ if REVIEW_DIGEST_HOUR > 23:
 # Periodic jobs (run by `celery beat`); each feature adds its entry here.
 CELERY_BEAT_SCHEDULE = {
     "promotions-nightly": {"task": "memory.promotions.detect_everywhere", "schedule": crontab(hour=2, minute=30)},
+    "conflicts-nightly": {"task": "memory.conflicts.detect_everywhere", "schedule": crontab(hour=2, minute=45)},
     "refinement-nightly": {"task": "memory.refinement.nightly", "schedule": crontab(hour=3, minute=30)},
     "refinement-sweeper": {"task": "memory.refinement.sweep", "schedule": 60.0},
     "pipeline-sweeper": {"task": "memory.pipeline.sweep", "schedule": 60.0},

@@ -9,6 +9,7 @@ from django.db.models import Prefetch
 from django.db.models.base import ModelState
 
 from memory import context_cache
+from memory.conflicts import CONFLICT_MARK
 from memory.formats.lines import id_line
 from memory.models import Change, Interaction, Lesson, LessonRef, Memory, RefStatus
 from memory.pipeline.prompts import CONTEXT_USAGE
@@ -168,7 +169,7 @@ def context_payload(memory):
                 "id": pk,
                 "tier": lessons[pk].tier,
                 "category": lessons[pk].category,
-                "text": lessons[pk].text,
+                "text": lessons[pk].text + (f" {CONFLICT_MARK}" if pk in compiled.disputed else ""),
                 "refs": [ref.as_text() for ref in lessons[pk].refs.all()],
                 "stale_refs": [
                     ref.as_text()

@@ -9,6 +9,7 @@ from typing import Literal
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import HttpResponse
+from django.utils import timezone
 from ninja import Field, NinjaAPI, Path, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from pydantic import field_validator
@@ -157,7 +158,11 @@ def memory_context(request, persona: str, project: str, format: Literal["text", 
 def context_text_response(request, memory):
     """The compiled text of a memory the token may read, or 304 when the agent holds it already."""
     # The version and budgets identify the text, so an agent holding the current text gets a 304.
-    etag = f'"m{memory.pk or 0}-v{memory.version}-b{memory.core_char_budget}.{memory.working_char_budget}"'
+    # … and the day: an expiring lesson leaves the text on its expires_on day without a new version.
+    etag = (
+        f'"m{memory.pk or 0}-v{memory.version}-b{memory.core_char_budget}.{memory.working_char_budget}'
+        f'-d{timezone.localdate():%Y%m%d}"'
+    )
     if etag in [tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")]:
         response = HttpResponse(status=304)
     else:

@@ -111,6 +111,7 @@ def reference_import(root, db, *, label="bench reference", actor="bench"):
                         memory_id,
                         line.heading[:100],
                         line.lesson_date is None,
+                        "",  # expires_when: an imported line carries no expiry
                     )
                 )
                 for position, ref in enumerate(line.refs):
@@ -125,7 +126,7 @@ def reference_import(root, db, *, label="bench reference", actor="bench"):
     db.executemany(
         "INSERT INTO scratch_lesson (id, tier, category, text, relevance, protected, status, lesson_date, section, "
         "unparsed, raw_line, vague, content_hash, source_entry_ids, created_at, updated_at, memory_id, "
-        "section_heading, undated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "section_heading, undated, expires_when) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         lessons,
     )
     db.executemany(

@@ -1,4 +1,5 @@
 from memory.compaction.models import *  # noqa: F403
+from memory.conflicts.models import *  # noqa: F403
 from memory.digest.models import *  # noqa: F403
 from memory.formats.models import *  # noqa: F403
 from memory.pipeline.models import *  # noqa: F403

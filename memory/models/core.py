@@ -207,6 +207,10 @@ class Lesson(models.Model):
     )
     source_entry_ids = models.JSONField(default=list, blank=True)
     observed_at = models.DateTimeField(null=True, blank=True)
+    # A lesson that only holds for a while: from expires_on on it is compiled and exported no more;
+    # expires_when names the event it holds until, for a reviewer to act on.
+    expires_on = models.DateField(null=True, blank=True)
+    expires_when = models.TextField(blank=True)
 
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import Count, QuerySet
+from django.utils import timezone
 
 from memory.access import scope
 from memory.models import Lesson, LessonRef, LessonStatus
@@ -20,6 +21,7 @@ from memory.search.terms import Query, fts5_match, parse, pg_prefix_tsquery
 PAGE_SIZE = 20
 # Statuses a search shows when none is asked for: everything but the deleted.
 LIVE_STATUSES = [LessonStatus.ACTIVE, LessonStatus.PROMOTED, LessonStatus.SUPERSEDED]
+EXPIRED = "expired"
 
 
 @dataclass
@@ -96,7 +98,12 @@ def filtered(lessons: QuerySet[Lesson], filters: Filters) -> QuerySet[Lesson]:
         lessons = lessons.filter(tier=filters.tier)
     if filters.category:
         lessons = lessons.filter(category=filters.category)
-    lessons = lessons.filter(status=filters.status) if filters.status else lessons.filter(status__in=LIVE_STATUSES)
+    if filters.status == EXPIRED:  # not a status of its own: a live lesson past its expires_on date
+        lessons = lessons.filter(status__in=LIVE_STATUSES, expires_on__lte=timezone.localdate())
+    elif filters.status:
+        lessons = lessons.filter(status=filters.status)
+    else:
+        lessons = lessons.filter(status__in=LIVE_STATUSES)
     if filters.since:
         lessons = lessons.filter(lesson_date__gte=filters.since)
     if filters.until:

@@ -6,7 +6,7 @@ from django.template.response import TemplateResponse
 from memory.access import visible_memories, visible_projects, visible_teams
 from memory.models import ALL_CATEGORIES, LessonStatus, Tier
 from memory.roles import viewer_required
-from memory.search.selectors import PAGE_SIZE, Filters, any_filter, search
+from memory.search.selectors import EXPIRED, PAGE_SIZE, Filters, any_filter, search
 from memory.search.terms import MAX_QUERY_CHARS
 from personas.models import Persona
 
@@ -20,7 +20,9 @@ class SearchForm(forms.Form):
     project = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
     tier = forms.ChoiceField(required=False, choices=[("", "Any tier"), *Tier.choices])
     category = forms.ChoiceField(required=False, choices=[("", "Any category"), *[(c, c) for c in ALL_CATEGORIES]])
-    status = forms.ChoiceField(required=False, choices=[("", "Not deleted"), *LessonStatus.choices])
+    status = forms.ChoiceField(
+        required=False, choices=[("", "Not deleted"), *LessonStatus.choices, (EXPIRED, "Expired (past its date)")]
+    )
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     ref = forms.CharField(required=False, max_length=500, strip=True)

@@ -30,6 +30,7 @@ from memory.models import (
     CompactionProposal,
     Interaction,
     Lesson,
+    LessonConflict,
     LessonRef,
     PipelineRun,
     PromotionCandidate,
@@ -116,6 +117,10 @@ ROWS = {
     "sync-conflict": Row(VIEW, lambda o: {"conflict_id": o["conflict"].pk}),
     "sync-conflict-resolve": Row(CURATE, lambda o: {"conflict_id": o["conflict"].pk}),
     "search": Row(VIEW, lambda o: {}, list_page=True),
+    "conflicts:inbox": Row(VIEW, lambda o: {}, list_page=True),
+    "conflicts:bulk": Row(APPROVE, lambda o: {}, list_page=True),
+    "conflicts:detail": Row(VIEW, lambda o: {"pk": o["lesson_conflict"].pk}),
+    "conflicts:decide": Row(APPROVE, lambda o: {"pk": o["lesson_conflict"].pk}),
 }
 
 # Patterns outside the team rules, each with the reason and the tests that cover it.
@@ -200,8 +205,7 @@ def _team_world(label):
     project = ProjectFactory(slug=f"project-{label}", name=f"Project {label}", team=team)
     memory = MemoryFactory(persona=persona, project=project)
     lesson = make_lesson(memory, f"Secret of team {label} in src/app.py", refs="src/app.py#L1-L2")
-    for i in range(3):
-        make_lesson(memory, f"Working note {i} of {label}")
+    notes = [make_lesson(memory, f"Working note {i} of {label}") for i in range(3)]
     change = Change.objects.filter(lesson=lesson).select_related("batch").first()
     interaction = Interaction.objects.create(memory=memory, trigger_type="manual", outcome="ok", summary="s")
     candidate = PromotionCandidate.objects.create(
@@ -236,7 +240,11 @@ def _team_world(label):
         base_line=f"- [OBSERVATION] Secret of team {label}",
         file_line=f"- [OBSERVATION] Night Watch's secret of team {label}",
     )
+    lesson_conflict = LessonConflict.objects.create(
+        memory=memory, older=notes[0], newer=notes[1], relation="contradicts", evidence="3 vs 5", fingerprint=label
+    )
     return {
+        "lesson_conflict": lesson_conflict,
         "team": team,
         "persona": persona,
         "project": project,

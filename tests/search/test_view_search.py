@@ -1,9 +1,12 @@
 """/search/: ranked lessons of the memories a person may see, filters as a query string, bad input answered."""
 
+from datetime import date
+
 import pytest
 from django.urls import reverse
 
 from memory import services
+from memory.models import Lesson
 from tests.factories import make_lesson
 
 pytestmark = pytest.mark.django_db
@@ -96,6 +99,8 @@ def test_filters(client, two_teams):
     services.lesson_delete(lesson=red["lessons"][1], actor=services.Actor.system("tests"))
     assert hits(client.get(URL, {"q": "refund"})) == [red["lessons"][0].pk]
     assert hits(client.get(URL, {"q": "refund", "status": "deleted"})) == [red["lessons"][1].pk]
+    Lesson.objects.filter(pk=red["lessons"][0].pk).update(expires_on=date(2026, 1, 2))  # a past date
+    assert hits(client.get(URL, {"q": "refund", "status": "expired"})) == [red["lessons"][0].pk]
 
 
 def test_pages_of_twenty(client, two_teams):
@@ -141,7 +146,7 @@ def test_bad_queries_answer_without_error(client, two_teams, q):
         {"project": "0"},
         {"tier": "gold"},
         {"category": "NOPE"},
-        {"status": "expired"},
+        {"status": "stale"},
         {"since": "99999-01-01"},
         {"until": "2026-13-45"},
         {"since": "2026-02-01", "until": "2026-01-01"},

@@ -126,3 +126,22 @@ def test_refs_that_begin_to_need_a_look_wait_as_one_event_per_memory(receiver, d
     memory_id = next(iter(drifted.values())).memory_id
     assert event.memory_id == memory_id and event.data["count"] == 2  # one moved, one changed
     assert event.data["items"][0]["url"].endswith("?refs=review")
+
+
+def test_conflicts_wait_and_are_decided_as_events_of_their_team(two_teams, receiver, deliver):
+    from datetime import date
+
+    from memory.conflicts.services import conflict_keep_newer, conflicts_detect
+    from memory.models import LessonConflict
+    from tests.factories import make_lesson
+
+    memory = two_teams["beta"]
+    make_lesson(memory, "Install frontend dependencies with npm install in web/.", day=date(2026, 1, 10))
+    newer = make_lesson(memory, "Install frontend dependencies with pnpm install in web/.", day=date(2026, 3, 2))
+    assert conflicts_detect(memory=memory, lesson_ids=[newer.pk]) == (1, 0)
+    conflict_keep_newer(conflict=LessonConflict.objects.get(), actor=services.Actor.system("lead"))
+    deliver()
+    kinds = [(b["type"], b["data"]["items"][0]["kind"]) for p, b, _ in receiver.received if p == "/beta"]
+    assert kinds == [("review.waiting", "conflict"), ("review.decided", "conflict")]
+    assert not [b for p, b, _ in receiver.received if p == "/alpha"]
+    assert "pnpm" not in str(receiver.received)  # lesson text only where an endpoint asks for it

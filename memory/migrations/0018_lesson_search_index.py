@@ -28,6 +28,6 @@ def drop(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memory", "0016_webhooks")]
+    dependencies = [("memory", "0017_lesson_conflicts_and_expiry")]
 
     operations = [migrations.RunPython(create, drop, elidable=False)]

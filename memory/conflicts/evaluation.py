@@ -1,0 +1,120 @@
+"""Score conflict and expiry detection against a labelled corpus (`manage.py eval_conflicts`).
+
+A corpus is JSON (memory/conflicts/corpus/labelled.json shows the format): memories of dated,
+tiered lessons, labelled pairs (supersedes with the older first, contradicts, or compatible look-alikes
+that share many words but both hold) and the lessons that name an expiry. Nothing is written to the
+database: the lessons are scored in memory through the detector the product runs.
+
+Measures, summed over the memories:
+- precision: pairs found that are labelled conflicts / pairs found (an unlabelled pair counts as wrong);
+- explicit recall and implicit recall: labelled conflicts of each kind found / labelled of that kind;
+- false alarms: compatible look-alikes found / compatible look-alikes;
+- direction: conflicts found with the labelled relation and, for supersedes, the labelled newer lesson;
+- expiry precision and recall: lessons proposed an expiry that are labelled with one.
+"""
+
+import json
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from types import SimpleNamespace
+
+from memory.conflicts import detection, expiry
+
+DEFAULT_CORPUS = Path(__file__).resolve().parent / "corpus" / "labelled.json"
+
+
+class CorpusError(ValueError):
+    """The corpus file cannot be read; the message says where."""
+
+
+@dataclass
+class Scores:
+    found: int = 0
+    correct: int = 0
+    explicit: int = 0
+    explicit_found: int = 0
+    implicit: int = 0
+    implicit_found: int = 0
+    hard: int = 0
+    hard_found: int = 0
+    directed_right: int = 0
+    expiry_found: int = 0
+    expiry_correct: int = 0
+    expiry_labelled: int = 0
+    wrong: list = field(default_factory=list)
+
+    @staticmethod
+    def _ratio(a, b, empty=1.0):
+        return a / b if b else empty
+
+    def as_dict(self):
+        return {
+            "found": self.found,
+            "precision": self._ratio(self.correct, self.found),
+            "explicit_recall": self._ratio(self.explicit_found, self.explicit),
+            "implicit_recall": self._ratio(self.implicit_found, self.implicit),
+            "false_alarms": self._ratio(self.hard_found, self.hard, 0.0),
+            "direction": self._ratio(self.directed_right, self.correct),
+            "expiry_precision": self._ratio(self.expiry_correct, self.expiry_found),
+            "expiry_recall": self._ratio(self.expiry_correct, self.expiry_labelled),
+        }
+
+
+def load_corpus(path):
+    try:
+        data = json.loads(Path(path).read_text())
+        memories = []
+        for memory in data["memories"]:
+            lessons, keys = [], {}
+            for i, (key, day, tier, text) in enumerate(memory["lessons"], start=1):
+                keys[key] = i
+                lessons.append(
+                    SimpleNamespace(id=i, key=key, lesson_date=date.fromisoformat(day), tier=tier, text=text)
+                )
+            pairs = [(keys[a], keys[b], label, kind) for a, b, label, kind in memory.get("pairs", [])]
+            expiries = {keys[k] for k in memory.get("expiry", {})}
+            memories.append(SimpleNamespace(name=memory["name"], lessons=lessons, pairs=pairs, expiries=expiries))
+        return memories
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CorpusError(f"{path}: {exc!r}") from None
+
+
+def score(memories):
+    scores = Scores()
+    for memory in memories:
+        labels = {frozenset((a, b)): (a, b, label, kind) for a, b, label, kind in memory.pairs}
+        for _a, _b, label, kind in labels.values():
+            if label == "compatible":
+                scores.hard += 1
+            elif kind == "implicit":
+                scores.implicit += 1
+            else:
+                scores.explicit += 1
+        keys = {lesson.id: lesson.key for lesson in memory.lessons}
+        for finding in detection.detect(memory.lessons):
+            scores.found += 1
+            _a, b, label, kind = labels.get(frozenset((finding.older_id, finding.newer_id)), (0, 0, None, None))
+            if label in (None, "compatible"):
+                scores.hard_found += label == "compatible"
+                scores.wrong.append(
+                    f"{memory.name}: {keys[finding.older_id]} / {keys[finding.newer_id]} ({finding.evidence})"
+                )
+                continue
+            scores.correct += 1
+            if kind == "implicit":
+                scores.implicit_found += 1
+            else:
+                scores.explicit_found += 1
+            if finding.relation == label and (label != "supersedes" or finding.newer_id == b):
+                scores.directed_right += 1
+            else:
+                scores.wrong.append(f"{memory.name}: direction {keys[finding.older_id]} -> {keys[finding.newer_id]}")
+        scores.expiry_labelled += len(memory.expiries)
+        for found in expiry.detect_expiry(memory.lessons):
+            scores.expiry_found += 1
+            if found.lesson_id in memory.expiries:
+                scores.expiry_correct += 1
+            else:
+                scores.wrong.append(f"{memory.name}: expiry {keys[found.lesson_id]} ({found.evidence})")
+    return scores
