@@ -62,7 +62,7 @@ bench: install
 	export SQLITE_PATH="$$db"; \
 	if [ -n "$$DATABASE_URL" ]; then echo "bench: database from DATABASE_URL"; \
 	else echo "bench: throwaway SQLite database $$db"; fi; \
-	$(PY) manage.py migrate --noinput -v 0 && $(PY) manage.py eval_promotions && $(PY) manage.py bench $(BENCH_ARGS)
+	$(PY) manage.py migrate --noinput -v 0 && $(PY) manage.py eval_promotions && $(PY) manage.py eval_search && $(PY) manage.py bench $(BENCH_ARGS)
 
 # 20 agents × 50 appends to one memory through gunicorn, on a scratch SQLite file and, when
 # DATABASE_URL names PostgreSQL, there too (a scratch database). Also part of `make bench`.

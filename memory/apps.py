@@ -17,6 +17,7 @@ class MemoryConfig(AppConfig):
         import memory.promotions.receivers
         import memory.refinement.receivers
         import memory.refs.receivers
+        import memory.search.receivers
         import memory.sync.receivers
         import memory.tasks
         import memory.webhooks.receivers  # noqa: F401

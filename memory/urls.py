@@ -11,5 +11,6 @@ urlpatterns = [
     path("refs/", include("memory.refs.urls")),
     path("account/", include("memory.digest.urls")),
     path("file-conflicts/", include("memory.sync.urls")),
+    path("search/", include("memory.search.urls")),
     path("conflicts/", include("memory.conflicts.urls")),
 ]

@@ -13,6 +13,7 @@ from memory.conflicts import CONFLICT_MARK
 from memory.formats.lines import id_line
 from memory.models import Change, Interaction, Lesson, LessonRef, Memory, RefStatus
 from memory.pipeline.prompts import CONTEXT_USAGE
+from memory.search.selectors import ranked_for_memory
 from memory.selectors import compile_memory
 from memory.textcheck import MAX_ID, text_problem
 from personas.models import Persona, PersonaAlias, Project
@@ -227,10 +228,10 @@ def lesson_list(memory, *, path=None, category=None, tier=None, words=None, limi
         qs = qs.filter(category=category)
     if tier:
         qs = qs.filter(tier=tier)
-    for word in (words or "").split():
-        qs = qs.filter(text__icontains=word)
+    # Words go through the search index (memory/search), best match first; without words, by id.
+    qs = ranked_for_memory(qs, words) if words and words.strip() else qs.order_by("id")
     count = qs.count()
-    items = list(qs.order_by("id").prefetch_related(_refs_prefetch())[offset : offset + limit])
+    items = list(qs.prefetch_related(_refs_prefetch())[offset : offset + limit])
     return count, items
 
 

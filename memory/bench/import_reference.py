@@ -31,8 +31,10 @@ def copy_schema(django_connection, path):
     """A new SQLite database at `path` holding the import's tables as the product's database has them."""
     placeholders = ", ".join("%s" for _ in TABLES)
     with django_connection.cursor() as cursor:
+        # Tables and indexes only: the search index's triggers call a function of Django's connections.
         cursor.execute(
-            f"SELECT sql FROM sqlite_master WHERE tbl_name IN ({placeholders}) AND sql IS NOT NULL ORDER BY type = 'index'",
+            f"SELECT sql FROM sqlite_master WHERE tbl_name IN ({placeholders}) AND sql IS NOT NULL "
+            "AND type IN ('table', 'index') ORDER BY type = 'index'",
             list(TABLES),
         )
         statements = [row[0] for row in cursor.fetchall()]

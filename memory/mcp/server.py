@@ -321,7 +321,8 @@ def _register_reads(server: MCPServer) -> None:
         annotations=_READ_ONLY,
         description=(
             "Search your active lessons of a project: by file or folder (a path ending with / means "
-            "everything under it), by category, by tier, and by words that must all appear in the text. "
+            "everything under it), by category, by tier, and by words (each also matching its other forms; "
+            '"a phrase", or and -word work), best match first. '
             "Use it before touching a file to see what is known about it. Returns one line per lesson "
             "(id, category, text, refs), 50 per page; pass offset for the next page. Read-only."
         ),
@@ -335,7 +336,7 @@ def _register_reads(server: MCPServer) -> None:
         tier: Annotated[s.TIER | None, Field(description="core or working.")] = None,
         words: Annotated[
             str | None,
-            Field(max_length=s.MAX_WORDS_CHARS, description="Words that must all appear in the lesson text."),
+            Field(max_length=s.MAX_WORDS_CHARS, description="Words to search for, ranked; each matches its forms."),
         ] = None,
         limit: Annotated[int, Field(ge=1, le=200, description="Lessons per page.")] = 50,
         offset: Annotated[int, Field(ge=0, description="Lessons to skip.")] = 0,

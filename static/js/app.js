@@ -20,6 +20,28 @@ document.addEventListener("keyup", function (event) {
   }
 });
 
+// "/" outside a text field jumps to the search box (the nav's, or the search page's own).
+document.addEventListener("keydown", function (event) {
+  if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) {
+    return;
+  }
+  var target = event.target;
+  if (target && (target.isContentEditable || (target.closest && target.closest("input, textarea, select")))) {
+    return;
+  }
+  var box = document.getElementById("id_q") || document.getElementById("nav-q");
+  if (!box) {
+    return;
+  }
+  var menu = box.closest("details");
+  if (menu && !menu.open) {
+    menu.open = true;
+  }
+  event.preventDefault();
+  box.focus();
+  box.select();
+});
+
 // An htmx action the server refuses (403 once a role was taken away, 404 for something deleted
 // meanwhile, a server error) swaps nothing, so without this the click would seem to do nothing.
 // The reason goes into a live region (role="alert" in base.html), which screen readers announce.

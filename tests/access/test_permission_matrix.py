@@ -116,6 +116,7 @@ ROWS = {
     "sync-conflicts": Row(VIEW, lambda o: {}, list_page=True),
     "sync-conflict": Row(VIEW, lambda o: {"conflict_id": o["conflict"].pk}),
     "sync-conflict-resolve": Row(CURATE, lambda o: {"conflict_id": o["conflict"].pk}),
+    "search": Row(VIEW, lambda o: {}, list_page=True),
     "conflicts:inbox": Row(VIEW, lambda o: {}, list_page=True),
     "conflicts:bulk": Row(APPROVE, lambda o: {}, list_page=True),
     "conflicts:detail": Row(VIEW, lambda o: {"pk": o["lesson_conflict"].pk}),

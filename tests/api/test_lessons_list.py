@@ -36,10 +36,21 @@ def test_folder_prefix_and_file(agent, persona, project, lessons):
 def test_words_must_all_appear_in_any_case(agent, persona, project, lessons):
     url = memory_url(persona, project, "lessons")
     assert ids(agent.get(url, {"words": "token DAILY"})) == [lessons["tokens"].pk]
-    assert ids(agent.get(url, {"words": "is", "path": "src/"})) == [lessons["tokens"].pk, lessons["authz"].pk]
+    # Words rank the results (best match first): two lessons matching alike come in either order.
+    assert sorted(ids(agent.get(url, {"words": "is", "path": "src/"}))) == [lessons["tokens"].pk, lessons["authz"].pk]
     assert ids(agent.get(url, {"words": "token weekly"})) == []
     response = agent.get(url, {"words": "x" * 201})
     assert response.status_code == 422 and "words" in response.json()["fields"]
+
+
+def test_words_match_other_forms_and_rank_the_best_first(agent, persona, project, memory):
+    url = memory_url(persona, project, "lessons")
+    once = make_lesson(memory, "Retries of the refund job are logged")
+    twice = make_lesson(memory, "Refund retries: a refund is retried at most three times")
+    assert ids(agent.get(url, {"words": "refunds retrying"})) == [twice.pk, once.pk]
+    assert ids(agent.get(url, {"words": "refund -logged"})) == [twice.pk]
+    assert ids(agent.get(url, {"words": '"refund job"'})) == [once.pk]
+    assert ids(agent.get(url, {"words": "-"})) == []
 
 
 def test_category_and_tier_filters(agent, persona, project, lessons):

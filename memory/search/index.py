@@ -1,0 +1,90 @@
+"""The search index, kept by the database itself so every write path keeps it without knowing of it.
+
+SQLite: an FTS5 table `memory_lesson_search` over `memory_lesson` (external content, rowid = lesson
+id) with two columns: the lesson's text (unicode61, diacritics folded) and its words' English,
+German and Spanish stems. Triggers on `memory_lesson` keep it on insert, delete and an update of the
+text, whichever statement writes (single rows, the json_each bulk insert, import, sync, revert). The
+stems come from `nw_stems`, a Python function (PyStemmer) every connection registers when it opens
+(receivers.py): SQLite has no German or Spanish stemmer, and a trigger cannot call Python otherwise.
+A write from outside Django (the sqlite3 shell) therefore fails on `no such function: nw_stems`.
+
+PostgreSQL: a stored generated tsvector column `memory_lesson.search_vector` (the `simple` config
+for words as written, plus `english`, `german` and `spanish`) with a GIN index.
+
+SQLite drops a table's triggers when a migration rebuilds the table; `ensure_index` (after every
+migrate) puts them back and refills the index if they were missing.
+"""
+
+from django.db import connection
+
+FTS_TABLE = "memory_lesson_search"
+TRIGGERS = ("memory_lesson_search_ai", "memory_lesson_search_ad", "memory_lesson_search_au")
+
+SQLITE_TABLE = (
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5("
+    "text, stems, content='memory_lesson', content_rowid='id', tokenize='unicode61 remove_diacritics 2')"
+)
+# The table is named as written (not interpolated) in the statements that write it.
+_ADD = "INSERT INTO memory_lesson_search(rowid, text, stems) VALUES (new.id, new.text, nw_stems(new.text));"
+_REMOVE = (
+    "INSERT INTO memory_lesson_search(memory_lesson_search, rowid, text, stems) "
+    "VALUES ('delete', old.id, old.text, nw_stems(old.text));"
+)
+SQLITE_TRIGGERS = [
+    f"CREATE TRIGGER IF NOT EXISTS {TRIGGERS[0]} AFTER INSERT ON memory_lesson BEGIN {_ADD} END",
+    f"CREATE TRIGGER IF NOT EXISTS {TRIGGERS[1]} AFTER DELETE ON memory_lesson BEGIN {_REMOVE} END",
+    f"CREATE TRIGGER IF NOT EXISTS {TRIGGERS[2]} AFTER UPDATE OF text ON memory_lesson BEGIN {_REMOVE} {_ADD} END",
+]
+SQLITE_FILL = "INSERT INTO memory_lesson_search(rowid, text, stems) SELECT id, text, nw_stems(text) FROM memory_lesson"
+SQLITE_EMPTY = "INSERT INTO memory_lesson_search(memory_lesson_search) VALUES ('delete-all')"
+SQLITE_OPTIMIZE = "INSERT INTO memory_lesson_search(memory_lesson_search) VALUES ('optimize')"
+SQLITE_DROP = [*(f"DROP TRIGGER IF EXISTS {name}" for name in TRIGGERS), f"DROP TABLE IF EXISTS {FTS_TABLE}"]
+
+PG_CONFIGS = ("simple", "english", "german", "spanish")
+# `<` and `>` become spaces first: PostgreSQL's parser drops anything shaped like an XML tag
+# ("<script>"), words included. The query's text gets the same (selectors._pg_params).
+PG_VECTOR = " || ".join(f"to_tsvector('{c}'::regconfig, translate(coalesce(text, ''), '<>', '  '))" for c in PG_CONFIGS)
+PG_COLUMN = f"ALTER TABLE memory_lesson ADD COLUMN search_vector tsvector GENERATED ALWAYS AS ({PG_VECTOR}) STORED"
+PG_INDEX = "CREATE INDEX lesson_search_gin ON memory_lesson USING gin (search_vector)"
+PG_DROP = ["DROP INDEX IF EXISTS lesson_search_gin", "ALTER TABLE memory_lesson DROP COLUMN IF EXISTS search_vector"]
+# The query: each config's reading of the words, or-ed, so a word matches its forms in any language.
+# With the words as prefixes (terms.pg_prefix_tsquery) or-ed in too: PG_TSQUERY takes five parameters.
+PG_TSQUERY = (
+    "("
+    + " || ".join(f"websearch_to_tsquery('{c}'::regconfig, %s)" for c in PG_CONFIGS)
+    + " || to_tsquery('simple'::regconfig, %s))"
+)
+
+
+def sqlite_triggers_missing(cursor) -> bool:
+    cursor.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN (%s, %s, %s)", TRIGGERS)
+    return cursor.fetchone()[0] < len(TRIGGERS)
+
+
+def ensure_index() -> bool:
+    """Create what is missing of the SQLite index (after a table rebuild); True when it was refilled."""
+    if connection.vendor != "sqlite":
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM sqlite_master WHERE name = 'memory_lesson'")
+        if not cursor.fetchone()[0] or not sqlite_triggers_missing(cursor):
+            return False
+    rebuild()
+    return True
+
+
+def rebuild() -> int:
+    """Refill the index from memory_lesson (and create its table and triggers if missing); the lessons indexed."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute(SQLITE_TABLE)
+            for sql in SQLITE_TRIGGERS:
+                cursor.execute(sql)
+            cursor.execute(SQLITE_EMPTY)
+            cursor.execute(SQLITE_FILL)
+            cursor.execute(SQLITE_OPTIMIZE)
+        elif connection.vendor == "postgresql":
+            # The column is computed by PostgreSQL on every write; only its index can be rebuilt.
+            cursor.execute("REINDEX INDEX lesson_search_gin")
+        cursor.execute("SELECT count(*) FROM memory_lesson")
+        return cursor.fetchone()[0]

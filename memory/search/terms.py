@@ -1,0 +1,184 @@
+"""Words, their stems and the query language, shared by the index (SQLite's `nw_stems`) and the read.
+
+The query follows PostgreSQL's `websearch_to_tsquery`: words must all appear, `"a phrase"` in that
+order, `or` between two words takes either, `-word` excludes. A word holding `/ . _ # < > = : @ +` or
+an inner `-` (`src/billing/refund.py`, `pydantic<2`, `#L20`) is code: it must appear as written.
+"""
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import Stemmer
+
+# English, German and Spanish at least: a word matches its inflected forms in each.
+LANGUAGES = ("english", "german", "spanish")
+MAX_QUERY_CHARS = 1000
+MAX_TERMS = 24
+PREFIX_MIN = 4
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_CODE_CHARS = set("/._#<>=:@+")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_STEMMERS = [Stemmer.Stemmer(language) for language in LANGUAGES]
+
+
+def words(text: str) -> list[str]:
+    """The lower-case words of a text, as the index's tokenizer splits it (letters, digits, `_`)."""
+    return [w for w in _WORD.findall(text.lower()) if w != "_"]
+
+
+@lru_cache(maxsize=50_000)
+def word_stems(word: str) -> tuple[str, ...]:
+    """The word's stems in each language, without repeats (the word itself when no stemmer changes it)."""
+    seen: dict[str, None] = {}
+    for stemmer in _STEMMERS:
+        seen.setdefault(stemmer.stemWord(word), None)
+    return tuple(seen)
+
+
+def stems(text: str | None) -> str:
+    """The index's second column: the words' stems that differ from the word, space separated (SQLite
+    calls it as `nw_stems`)."""
+    if not text:
+        return ""
+    # A stem equal to its word is in the text column already (the query looks for stems there too).
+    return " ".join(s for w in words(text) for s in word_stems(w) if s != w)
+
+
+def clean(query: str) -> str:
+    """The query without NUL and control characters (a tab or newline becomes a space)."""
+    return _CONTROL.sub(" ", unicodedata.normalize("NFC", query).replace("\t", " ").replace("\n", " ")).strip()
+
+
+def is_code(token: str) -> bool:
+    return any(c in _CODE_CHARS for c in token) or "-" in token.strip("-")
+
+
+@dataclass
+class Term:
+    """One word, phrase or code token of a query; `alternatives` holds the words or-ed with it."""
+
+    words: list[str]
+    code: str = ""  # the token as written, when it is code
+    negated: bool = False
+    phrase: bool = False
+    alternatives: list["Term"] = field(default_factory=list)
+
+
+@dataclass
+class Query:
+    terms: list[Term]
+    text: str  # the cleaned query, for PostgreSQL's own parser
+
+    @property
+    def positive_words(self) -> list[str]:
+        """Words to highlight: every word not excluded."""
+        out = []
+        for term in self.terms:
+            for t in [term, *term.alternatives]:
+                if not t.negated:
+                    out.extend(t.words)
+        return out
+
+    @property
+    def codes(self) -> list[tuple[str, bool]]:
+        """(code token, negated) of the terms that must (or must not) appear as written."""
+        return [(t.code, t.negated) for t in self.terms if t.code and not t.alternatives]
+
+    def __bool__(self) -> bool:
+        return any(not t.negated for t in self.terms)
+
+
+_TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
+
+
+def parse(query: str) -> Query:
+    """The query's terms. Never fails: an unbalanced quote closes at the end, lone operators are dropped."""
+    text = clean(query)[:MAX_QUERY_CHARS]
+    terms: list[Term] = []
+    pending_or = False
+    for m in _TOKEN.finditer(text):
+        neg, quoted, bare = m.group(1), m.group(2), m.group(3)
+        if bare is not None and bare.lower() == "or":
+            pending_or = bool(terms)
+            continue
+        if quoted is not None:
+            term = Term(words(quoted), negated=bool(neg), phrase=True)
+        else:
+            negated = bare.startswith("-") and not bare.startswith("--")  # --flag is code
+            token = bare.lstrip("-") if negated else bare
+            token = token.strip("\"'()*^:,;!?")
+            term = Term(words(token), code=token if is_code(token) else "", negated=negated)
+        if not term.words:
+            pending_or = False
+            continue
+        if pending_or and not term.negated and not terms[-1].negated:
+            terms[-1].alternatives.append(term)
+        else:
+            terms.append(term)
+        pending_or = False
+        if len(terms) >= MAX_TERMS:
+            break
+    return Query(terms, text)
+
+
+# --- SQLite FTS5 ---------------------------------------------------------------------------------
+
+
+def _quote(word: str) -> str:
+    return '"' + word.replace('"', '""') + '"'
+
+
+def _fts_one(term: Term) -> str:
+    if term.phrase or term.code or len(term.words) > 1:
+        return "text : " + _quote(" ".join(term.words))
+    word = term.words[0]
+    forms = " OR ".join(_quote(s) for s in word_stems(word))
+    # A longer word also matches as the start of a word: "docker" finds "Dockerfile", "Datenbank"
+    # the German compound "Datenbankverbindungen".
+    prefix = "*" if len(word) >= PREFIX_MIN else ""
+    return f"(text : {_quote(word)}{prefix} OR {{text stems}} : ({forms}))"
+
+
+def fts5_match(query: Query) -> str:
+    """The FTS5 MATCH expression of a query ("" when nothing is asked for)."""
+    positive: list[str] = []
+    negative: list[str] = []
+    for term in query.terms:
+        group = [_fts_one(t) for t in [term, *term.alternatives]]
+        expr = group[0] if len(group) == 1 else "(" + " OR ".join(group) + ")"
+        (negative if term.negated else positive).append(expr)
+    if not positive:
+        return ""
+    expr = " AND ".join(positive)
+    for neg in negative:
+        expr = f"({expr}) NOT {neg}"
+    return expr
+
+
+# --- PostgreSQL ------------------------------------------------------------------------------------
+
+
+def _pg_one(term: Term) -> str:
+    if term.phrase or term.code or len(term.words) > 1:
+        return "(" + " <-> ".join(f"'{w}'" for w in term.words) + ")"
+    word = term.words[0]
+    return f"'{word}':*" if len(word) >= PREFIX_MIN else f"'{word}'"
+
+
+def pg_prefix_tsquery(query: Query) -> str:
+    """A to_tsquery('simple', ...) text of the query with longer words as prefixes ("" when none).
+
+    Or-ed with websearch_to_tsquery's readings, it finds compounds and longer forms ("docker" in
+    "Dockerfile") that no stemmer relates. Words hold only letters, digits and `_`: safe to quote."""
+    positive: list[str] = []
+    negative: list[str] = []
+    for term in query.terms:
+        group = [_pg_one(t) for t in [term, *term.alternatives]]
+        expr = group[0] if len(group) == 1 else "(" + " | ".join(group) + ")"
+        (negative if term.negated else positive).append(expr)
+    if not positive:
+        return ""
+    return " & ".join(positive + [f"!{n}" for n in negative])

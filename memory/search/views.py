@@ -1,0 +1,95 @@
+"""/search/: every lesson the person may see, ranked; filters as a query string, so a search is bookmarkable."""
+
+from django import forms
+from django.template.response import TemplateResponse
+
+from memory.access import visible_memories, visible_projects, visible_teams
+from memory.models import ALL_CATEGORIES, LessonStatus, Tier
+from memory.roles import viewer_required
+from memory.search.selectors import EXPIRED, PAGE_SIZE, Filters, any_filter, search
+from memory.search.terms import MAX_QUERY_CHARS
+from personas.models import Persona
+
+MAX_PAGE = 500
+
+
+class SearchForm(forms.Form):
+    q = forms.CharField(required=False, strip=True)
+    team = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
+    persona = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
+    project = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
+    tier = forms.ChoiceField(required=False, choices=[("", "Any tier"), *Tier.choices])
+    category = forms.ChoiceField(required=False, choices=[("", "Any category"), *[(c, c) for c in ALL_CATEGORIES]])
+    status = forms.ChoiceField(
+        required=False, choices=[("", "Not deleted"), *LessonStatus.choices, (EXPIRED, "Expired (past its date)")]
+    )
+    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    ref = forms.CharField(required=False, max_length=500, strip=True)
+    page = forms.IntegerField(required=False, min_value=1, max_value=MAX_PAGE)
+
+    def __init__(self, data, *, teams, personas, projects):
+        super().__init__(data)
+        self.fields["team"].choices = [("", "Any team"), *teams]
+        self.fields["persona"].choices = [("", "Any persona"), *personas]
+        self.fields["project"].choices = [("", "Any project"), *projects]
+
+    def clean_q(self):
+        q = self.cleaned_data["q"]
+        if len(q) > MAX_QUERY_CHARS:
+            raise forms.ValidationError(f"Search for at most {MAX_QUERY_CHARS:,} characters.")
+        if "\x00" in q:
+            q = q.replace("\x00", " ")
+        return q
+
+    def clean_ref(self):
+        ref = self.cleaned_data["ref"]
+        if "\x00" in ref:
+            raise forms.ValidationError("A path holds no NUL character.")
+        return ref
+
+    def clean(self):
+        data = super().clean()
+        since, until = data.get("since"), data.get("until")
+        if since and until and since > until:
+            self.add_error("until", "The end date comes before the start date.")
+        return data
+
+
+def _choices(request):
+    """The filter choices: teams, personas and projects of the memories the person may see (3 queries)."""
+    memories = visible_memories(request.user)
+    teams = [(t.pk, t.name) for t in visible_teams(request.user).order_by("name")]
+    personas = [(p.pk, p.name) for p in Persona.objects.filter(memories__in=memories).distinct().order_by("name", "pk")]
+    projects = [(p.pk, p.name) for p in visible_projects(request.user).order_by("name")]
+    return teams, personas, projects
+
+
+@viewer_required
+def search_page(request):
+    teams, personas, projects = _choices(request)
+    form = SearchForm(request.GET, teams=teams, personas=personas, projects=projects)
+    results = None
+    if form.is_valid():
+        data = form.cleaned_data
+        filters = Filters(**{k: data[k] or (None if k in ("team", "persona", "project") else "") for k in FILTER_KEYS})
+        filters.since, filters.until = data["since"], data["until"]
+        page = data["page"] or 1
+        if data["q"] or any_filter(filters):  # the bare page asks for nothing yet
+            results = search(request.user, data["q"], filters, page=page)
+    else:
+        page = 1
+    params = request.GET.copy()
+    params.pop("page", None)
+    context = {
+        "form": form,
+        "results": results,
+        "page": page,
+        "has_next": results is not None and results.count > page * PAGE_SIZE and page < MAX_PAGE,
+        "first": (page - 1) * PAGE_SIZE + 1,
+        "query_string": params.urlencode(),
+    }
+    return TemplateResponse(request, "memory/search/search.html", context)
+
+
+FILTER_KEYS = ("team", "persona", "project", "tier", "category", "status", "ref")

@@ -1,0 +1,49 @@
+"""The query language: what a query asks for, whatever is typed."""
+
+from memory.search.terms import MAX_QUERY_CHARS, fts5_match, parse, pg_prefix_tsquery, stems
+
+
+def test_words_phrases_or_and_exclusions():
+    query = parse('"npm ci" or yarn -flaky retries')
+    assert [t.words for t in query.terms] == [["npm", "ci"], ["flaky"], ["retries"]]
+    assert query.terms[0].alternatives[0].words == ["yarn"]
+    assert query.terms[1].negated
+    assert query.positive_words == ["npm", "ci", "yarn", "retries"]
+
+
+def test_code_tokens_are_kept_as_written():
+    query = parse("src/billing/refund.py pydantic<2 #L20 --no-verify utf-8")
+    assert query.codes == [
+        ("src/billing/refund.py", False),
+        ("pydantic<2", False),
+        ("#L20", False),
+        ("--no-verify", False),
+        ("utf-8", False),
+    ]
+
+
+def test_stems_cover_english_german_spanish():
+    assert "datenbank" in stems("Datenbanken").split()
+    assert "consult" in stems("consultas").split()
+    assert stems("refund") == ""  # the word is its own stem: the text column holds it
+    assert "retri" in stems("retries").split()
+
+
+def test_nothing_to_search_for():
+    for text in ["", "-", "- - -", "or", "or or -x", '"', '""', "-refund", "\x00\x01\x1f", "()*^"]:
+        query = parse(text)
+        assert not query, text
+        assert fts5_match(query) == ""
+        assert pg_prefix_tsquery(query) == ""
+
+
+def test_unbalanced_quotes_and_long_or_control_input_parse():
+    assert parse('"unbalanced phrase').terms[0].words == ["unbalanced", "phrase"]
+    assert parse("re\x00fund\x07 retries").positive_words == ["re", "fund", "retries"]
+    long = parse("refund " * 3000)
+    assert len(long.text) <= MAX_QUERY_CHARS and len(long.terms) <= 24
+
+
+def test_quotes_in_fts5_expression_are_escaped():
+    expr = fts5_match(parse('ab"cd ef'))
+    assert expr.count('"') % 2 == 0

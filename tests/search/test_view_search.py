@@ -1,0 +1,186 @@
+"""/search/: ranked lessons of the memories a person may see, filters as a query string, bad input answered."""
+
+from datetime import date
+
+import pytest
+from django.urls import reverse
+
+from memory import services
+from memory.models import Lesson
+from tests.factories import make_lesson
+
+pytestmark = pytest.mark.django_db
+
+URL = "/search/"
+
+
+def hits(response):
+    assert response.status_code == 200, response.content[:500]
+    return [hit.lesson.pk for hit in response.context["results"].hits]
+
+
+def test_url_and_nav_box(client, two_teams):
+    assert reverse("search") == URL
+    client.force_login(two_teams["red"]["lead"])
+    page = client.get(reverse("home")).content.decode()
+    assert 'id="nav-q"' in page and 'aria-keyshortcuts="/"' in page
+    response = client.get(URL)
+    assert response.status_code == 200 and response.context["results"] is None
+    assert "No lesson matches" not in response.content.decode()
+
+
+def test_a_lead_sees_only_their_teams_lessons_and_counts(client, two_teams):
+    red, blue = two_teams["red"], two_teams["blue"]
+    client.force_login(red["lead"])
+    response = client.get(URL, {"q": "refunds"})
+    assert set(hits(response)) == {red["lessons"][0].pk, red["lessons"][1].pk}
+    results = response.context["results"]
+    assert results.count == 2
+    assert [t["memory__project__team__name"] for t in results.teams] == ["Team red"]
+    assert [p["memory__persona__name"] for p in results.personas] == ["Agent-red"]
+    page = response.content.decode()
+    assert "blue" not in page.lower()
+    # Asking for the other team's filter values finds nothing of theirs: not a choice at all.
+    response = client.get(URL, {"q": "refunds", "team": blue["team"].pk})
+    assert response.context["results"] is None and "team" in response.context["form"].errors
+    response = client.get(URL, {"q": "refunds", "persona": blue["persona"].pk})
+    assert response.context["results"] is None
+
+
+def test_a_site_wide_viewer_sees_both_teams(client, two_teams, viewer):
+    client.force_login(viewer)
+    results = client.get(URL, {"q": "refund"}).context["results"]
+    assert results.count == 4
+    assert sorted(t["memory__project__team__name"] for t in results.teams) == ["Team blue", "Team red"]
+
+
+def test_ranked_highlighted_and_linked(client, two_teams):
+    red = two_teams["red"]
+    client.force_login(red["lead"])
+    response = client.get(URL, {"q": "refunds retried"})
+    assert hits(response) == [red["lessons"][0].pk]
+    page = response.content.decode()
+    assert "<mark>Refunds</mark> are <mark>retried</mark>" in page
+    assert reverse("lesson_history", args=[red["lessons"][0].pk]) in page
+    assert "src/billing/refund.py#L20" in page and "Shop red" in page and "2026-01-01" in page
+
+
+def test_lesson_text_is_escaped_around_marks(client, two_teams):
+    red = two_teams["red"]
+    evil = make_lesson(red["memory"], "Never <script>alert(1)</script> in the refund page")
+    client.force_login(red["lead"])
+    page = client.get(URL, {"q": "script refund"}).content.decode()
+    assert "<script>alert" not in page
+    assert "&lt;<mark>script</mark>&gt;alert(1)&lt;/<mark>script</mark>&gt;" in page
+    assert f'id="hit-{evil.pk}"' in page
+
+
+def test_code_tokens_and_ref_prefix(client, two_teams):
+    red = two_teams["red"]
+    make_lesson(red["memory"], "Pin pydantic<2 until the encoder is ported")
+    make_lesson(red["memory"], "pydantic 2 is faster")
+    client.force_login(red["lead"])
+    response = client.get(URL, {"q": "pydantic<2"})
+    assert len(hits(response)) == 1 and "<mark>pydantic&lt;2</mark>" in response.content.decode()
+    response = client.get(URL, {"ref": "src/billing/"})
+    assert set(hits(response)) == {red["lessons"][0].pk, red["lessons"][2].pk}
+    response = client.get(URL, {"q": "refunds", "ref": "src/billing/ref"})
+    assert hits(response) == [red["lessons"][0].pk]
+
+
+def test_filters(client, two_teams):
+    red = two_teams["red"]
+    client.force_login(red["lead"])
+    assert hits(client.get(URL, {"q": "refund", "tier": "core"})) == [red["lessons"][1].pk]
+    assert hits(client.get(URL, {"q": "refund", "category": "PATTERN"})) == [red["lessons"][1].pk]
+    assert hits(client.get(URL, {"q": "refund", "since": "2026-02-01"})) == []
+    assert len(hits(client.get(URL, {"q": "refund", "since": "2025-12-01", "until": "2026-01-01"}))) == 2
+    assert len(hits(client.get(URL, {"q": "refund", "project": red["project"].pk, "team": red["team"].pk}))) == 2
+    services.lesson_delete(lesson=red["lessons"][1], actor=services.Actor.system("tests"))
+    assert hits(client.get(URL, {"q": "refund"})) == [red["lessons"][0].pk]
+    assert hits(client.get(URL, {"q": "refund", "status": "deleted"})) == [red["lessons"][1].pk]
+    Lesson.objects.filter(pk=red["lessons"][0].pk).update(expires_on=date(2026, 1, 2))  # a past date
+    assert hits(client.get(URL, {"q": "refund", "status": "expired"})) == [red["lessons"][0].pk]
+
+
+def test_pages_of_twenty(client, two_teams):
+    red = two_teams["red"]
+    for i in range(25):
+        make_lesson(red["memory"], f"Paging lesson {i}")
+    client.force_login(red["lead"])
+    first = client.get(URL, {"q": "paging"})
+    assert len(hits(first)) == 20 and 'rel="next"' in first.content.decode()
+    second = client.get(URL, {"q": "paging", "page": 2})
+    assert len(hits(second)) == 5 and not set(hits(first)) & set(hits(second))
+
+
+BAD_QUERIES = [
+    '"unbalanced',
+    "-",
+    "- -",
+    "or",
+    "or and -",
+    "x" * 10_000,
+    "re\x00fund",
+    "\x01\x02\x1f\x7f",
+    '"""',
+    "*:^()",
+]
+
+
+@pytest.mark.parametrize("q", BAD_QUERIES)
+def test_bad_queries_answer_without_error(client, two_teams, q):
+    client.force_login(two_teams["red"]["lead"])
+    response = client.get(URL, {"q": q})
+    assert response.status_code == 200
+    results, form = response.context["results"], response.context["form"]
+    assert (results is None and form.errors) or results.count in (0, 2, 3)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"team": "99999999999999999999"},
+        {"team": "-1"},
+        {"persona": "abc"},
+        {"project": "0"},
+        {"tier": "gold"},
+        {"category": "NOPE"},
+        {"status": "stale"},
+        {"since": "99999-01-01"},
+        {"until": "2026-13-45"},
+        {"since": "2026-02-01", "until": "2026-01-01"},
+        {"ref": "src/\x00"},
+        {"ref": "r" * 600},
+        {"page": "0"},
+        {"page": "100000"},
+        {"page": "x"},
+    ],
+)
+def test_filters_out_of_range_say_so(client, two_teams, params):
+    client.force_login(two_teams["red"]["lead"])
+    response = client.get(URL, {"q": "refund", **params})
+    assert response.status_code == 200
+    assert response.context["results"] is None
+    assert "Nothing was searched" in response.content.decode()
+
+
+def test_a_page_far_beyond_the_results_is_empty(client, two_teams):
+    client.force_login(two_teams["red"]["lead"])
+    response = client.get(URL, {"q": "refund", "page": 400})
+    assert response.status_code == 200 and hits(response) == []
+
+
+def test_query_count_is_constant(client, two_teams, django_assert_num_queries):
+    red = two_teams["red"]
+    client.force_login(red["lead"])
+    client.get(URL, {"q": "refund"})  # warm the session
+    # session, user, memberships; teams, personas, projects (the filter choices); the count, the
+    # team counts, the persona counts, the page, its refs; the nav's review queue (3).
+    with django_assert_num_queries(14) as few:
+        client.get(URL, {"q": "refund"})
+    for i in range(30):
+        make_lesson(red["memory"], f"Refund note {i}", refs=f"src/billing/n{i}.py")
+    with django_assert_num_queries(len(few.captured_queries)):
+        response = client.get(URL, {"q": "refund"})
+    assert len(hits(response)) == 20
