@@ -21,6 +21,8 @@ from pathlib import Path
 
 from memory.formats.nightwatch import CORE_FILE, MEMORIES_DIR, WORKING_FILE, parse_core, parse_working
 from memory.models import content_hash
+from memory.search import index as search_index
+from memory.search import terms as search_terms
 
 TABLES = ("memory_changebatch", "memory_lesson", "memory_lessonref", "memory_change")
 # Each copied table under a name of its own: memory_lesson -> scratch_lesson, and so on.
@@ -31,7 +33,7 @@ def copy_schema(django_connection, path):
     """A new SQLite database at `path` holding the import's tables as the product's database has them."""
     placeholders = ", ".join("%s" for _ in TABLES)
     with django_connection.cursor() as cursor:
-        # Tables and indexes only: the search index's triggers call a function of Django's connections.
+        # Tables and indexes; the search index and its triggers are made below, with the function they call.
         cursor.execute(
             f"SELECT sql FROM sqlite_master WHERE tbl_name IN ({placeholders}) AND sql IS NOT NULL "
             "AND type IN ('table', 'index') ORDER BY type = 'index'",
@@ -45,6 +47,11 @@ def copy_schema(django_connection, path):
     db.execute("PRAGMA synchronous=NORMAL")
     for sql in statements:
         db.execute(sql)
+    # The product's database keeps a full-text index of lesson text by triggers (memory/search/index.py):
+    # the reference keeps the same one, with the same stemming function, so both write the same rows.
+    db.create_function("nw_stems", 1, search_terms.stems, deterministic=True)
+    for sql in [search_index.SQLITE_TABLE, *search_index.SQLITE_TRIGGERS]:
+        db.execute(sql.replace("memory_lesson", "scratch_lesson"))
     return db
 
 
