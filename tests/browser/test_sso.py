@@ -66,7 +66,9 @@ def test_sign_in_roles_follow_the_groups_and_access_ends(page, live_server, prov
     seen_at = time.monotonic()
     role_after_signin = seen_at - signed_in_at
     role_after_change = seen_at - changed_at
-    assert RECHECK <= role_after_signin <= RECHECK + 2.5
+    # signed_in_at is read once home has loaded, up to a page load after the server's own sign-in time:
+    # "not before the interval" is the 403 just after the change; this bounds how late it is seen.
+    assert RECHECK - 1 <= role_after_signin <= RECHECK + 2.5
 
     # The provider disables Sam: the next request after the interval goes to the login page.
     idp_lock(provider, person)
