@@ -27,6 +27,7 @@ Pure over light lessons (id, text, lesson_date, tier, and optionally category an
 product (model_runs.py) and the evaluation run the same code.
 """
 
+import heapq
 import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from memory.conflicts import detection
+from memory.conflicts.lexicon import STOPWORDS
 from memory.engines.base import EngineError, Tool
 from memory.engines.recorder import ERROR
 from memory.jobs import enqueue_on_commit
@@ -44,6 +46,7 @@ RELATIONS = ("supersedes", "contradicts")
 MAX_REASON_CHARS = 300
 # The lessons to check take at most this share of a call when the memory does not fit in one.
 CHECK_SHARE = 1 / 2
+PUNCTUATION = ".,;:!?()[]'\"`"
 
 SYSTEM_PROMPT = (
     "You review the shared memory of a team of AI agents working on a software project. The memory "
@@ -184,32 +187,40 @@ def _chunks(check, budget):
         yield chunk
 
 
+def _plain_words(text):
+    return {w for w in (w.strip(PUNCTUATION) for w in text.lower().split()) if len(w) > 3} - STOPWORDS
+
+
 class _Affinity:
     """Ranks the other lessons of a memory by how likely they speak of what a chunk speaks of."""
 
     def __init__(self, lessons):
-        self.words = {lesson.id: detection.significant(lesson.text) for lesson in lessons}
+        # Plain lower-case words, not the offline detector's stems: this runs over every lesson of a
+        # memory that does not fit in a call.
+        self.facts = {}
+        for lesson in lessons:
+            paths = frozenset(getattr(lesson, "paths", ()) or ())
+            folders = frozenset(posixpath.dirname(p) for p in paths) - {""}
+            category = getattr(lesson, "category", "") or ""
+            self.facts[lesson.id] = (_plain_words(lesson.text), paths, folders, category, lesson.tier == "core")
 
-    def ranked(self, chunk, pool):
-        categories = {getattr(lesson, "category", "") for lesson in chunk} - {""}
-        paths = {p for lesson in chunk for p in getattr(lesson, "paths", ()) or ()}
-        folders = {posixpath.dirname(p) for p in paths} - {""}
-        words = set().union(*(self.words[lesson.id] for lesson in chunk))
+    def ranked(self, chunk, pool, limit):
+        """The `limit` likeliest lessons of `pool`, likeliest first."""
+        mine = [self.facts[lesson.id] for lesson in chunk]
+        words = frozenset().union(*(f[0] for f in mine))
+        paths = frozenset().union(*(f[1] for f in mine))
+        folders = frozenset().union(*(f[2] for f in mine))
+        categories = {f[3] for f in mine} - {""}
+        facts = self.facts
 
         def score(other):
-            other_paths = set(getattr(other, "paths", ()) or ())
-            points = 0
-            if other_paths & paths:
-                points += 4
-            elif {posixpath.dirname(p) for p in other_paths} & folders:
-                points += 2
-            if getattr(other, "category", "") in categories:
-                points += 2
-            points += min(3, len(self.words[other.id] & words))
-            points += other.tier == "core"
+            other_words, other_paths, other_folders, category, core = facts[other.id]
+            points = 4 if not paths.isdisjoint(other_paths) else 2 if not folders.isdisjoint(other_folders) else 0
+            points += 2 if category in categories else 0
+            points += min(3, len(words & other_words)) + core
             return (points, other.lesson_date, other.id)
 
-        return sorted(pool, key=score, reverse=True)
+        return heapq.nlargest(limit, pool, key=score)
 
 
 def plan(lessons: list, check_ids: Iterable[int], budget: Budget) -> Plan:
@@ -231,7 +242,7 @@ def plan(lessons: list, check_ids: Iterable[int], budget: Budget) -> Plan:
             pool = [lesson for lesson in lessons if lesson.id not in inside]
             context, count = [], len(chunk)
             used = sum(_cost(lesson) for lesson in chunk)
-            for other in affinity.ranked(chunk, pool):
+            for other in affinity.ranked(chunk, pool, 2 * budget.lessons_per_call):
                 if count >= budget.lessons_per_call:
                     break
                 cost = _cost(other)
