@@ -309,3 +309,26 @@ def test_the_eval_command_keeps_to_the_budget(openai, capsys, settings):
     assert len(openai.requests) > len(CORPUS)
     assert all(len(sent_lessons(p)[0]) <= 12 for p in _prompts(openai))
     assert _scores(capsys.readouterr().out, "openai (gpt-4.1-mini) alone")["precision"] == 1.0
+
+
+def test_the_model_is_the_personas_for_the_same_provider_unless_one_is_named(memory, openai, settings):
+    make_lesson(memory, "Deploys go out through Jenkins.")
+    memory.persona.provider, memory.persona.model_name = "openai", "gpt-of-the-persona"
+    memory.persona.save()
+    openai.respond(ConflictOracle(labels={}))
+    conflicts_model_detect(memory=memory)
+    settings.CONFLICTS_MODEL = "gpt-for-conflicts"
+    ConflictModelCheck.objects.all().delete()
+    conflicts_model_detect(memory=memory)
+    memory.persona.provider = "anthropic"  # another provider: its model is not sent to OpenAI
+    memory.persona.model_name = "claude-of-the-persona"
+    memory.persona.save()
+    settings.CONFLICTS_MODEL = ""
+    ConflictModelCheck.objects.all().delete()
+    conflicts_model_detect(memory=memory)
+
+    assert [r.json["model"] for r in openai.requests] == [
+        "gpt-of-the-persona",
+        "gpt-for-conflicts",
+        settings.OPENAI_DEFAULT_MODEL,
+    ]
