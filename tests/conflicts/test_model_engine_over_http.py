@@ -286,12 +286,13 @@ def _scores(out, title):
 def test_the_eval_command_scores_the_model_engine_with_implicit_recall_apart(openai, capsys):
     openai.respond(ConflictOracle())
 
-    call_command("eval_conflicts", "--engine", "openai")
+    call_command("eval_conflicts", "--engine", "openai", "--model", "gpt-test")
 
     out = capsys.readouterr().out
     offline, alone, stored = (
-        _scores(out, t) for t in ("offline", "openai (gpt-4.1-mini) alone", "offline + openai (gpt-4.1-mini) (stored)")
+        _scores(out, t) for t in ("offline", "openai (gpt-test) alone", "offline + openai (gpt-test) (stored)")
     )
+    assert {r.json["model"] for r in openai.requests} == {"gpt-test"}
     assert offline["implicit_recall"] == 0.0 and offline["precision"] >= 0.85
     for scores in (alone, stored):
         assert scores["precision"] == 1.0 and scores["explicit_recall"] == 1.0
@@ -304,11 +305,11 @@ def test_the_eval_command_keeps_to_the_budget(openai, capsys, settings):
     settings.CONFLICTS_MODEL_LESSONS_PER_CALL = 12
     openai.respond(ConflictOracle())
 
-    call_command("eval_conflicts", "--engine", "openai")
+    call_command("eval_conflicts", "--engine", "openai", "--model", "gpt-test")
 
     assert len(openai.requests) > len(CORPUS)
     assert all(len(sent_lessons(p)[0]) <= 12 for p in _prompts(openai))
-    assert _scores(capsys.readouterr().out, "openai (gpt-4.1-mini) alone")["precision"] == 1.0
+    assert _scores(capsys.readouterr().out, "openai (gpt-test) alone")["precision"] == 1.0
 
 
 def test_the_model_is_the_personas_for_the_same_provider_unless_one_is_named(memory, openai, settings):
