@@ -3,7 +3,8 @@
 A corpus is JSON (memory/conflicts/corpus/labelled.json shows the format): memories of dated,
 tiered lessons, labelled pairs (supersedes with the older first, contradicts, or compatible look-alikes
 that share many words but both hold) and the lessons that name an expiry. Nothing is written to the
-database: the lessons are scored in memory through the detector the product runs.
+database: the lessons are scored in memory through the detector the product runs, and with a model
+engine through the model pass the product runs (model.find, every lesson compared, as a full pass).
 
 Measures, summed over the memories:
 - precision: pairs found that are labelled conflicts / pairs found (an unlabelled pair counts as wrong);
@@ -19,7 +20,7 @@ from datetime import date
 from pathlib import Path
 from types import SimpleNamespace
 
-from memory.conflicts import detection, expiry
+from memory.conflicts import detection, expiry, model
 
 DEFAULT_CORPUS = Path(__file__).resolve().parent / "corpus" / "labelled.json"
 
@@ -80,7 +81,49 @@ def load_corpus(path):
         raise CorpusError(f"{path}: {exc!r}") from None
 
 
-def score(memories):
+def offline_findings(memory):
+    return detection.detect(memory.lessons)
+
+
+def model_finder(engine, budget):
+    """A `find` for score() that asks the model about every lesson of a memory (a full pass, batched
+    and budgeted as in the product). Calls that fail or cannot be read are listed in `errors`."""
+    errors = []
+
+    def find(memory):
+        outcome = model.find(engine, memory.lessons, [lesson.id for lesson in memory.lessons], budget)
+        errors.extend(f"{memory.name}: {e}" for e in outcome.errors)
+        if outcome.postponed:
+            errors.append(f"{memory.name}: {len(outcome.postponed)} lessons not compared (budget)")
+        return outcome.findings
+
+    find.errors = errors
+    return find
+
+
+def given(findings_by_memory):
+    """A `find` for score() that returns findings already made ({id(memory): [finding]})."""
+    return lambda memory: findings_by_memory[id(memory)]
+
+
+def combined(*finders):
+    """What the product stores: each pair once, as the first engine found it (offline first)."""
+
+    def find(memory):
+        seen, found = set(), []
+        for finder in finders:
+            for finding in finder(memory):
+                pair = frozenset((finding.older_id, finding.newer_id))
+                if pair not in seen:
+                    seen.add(pair)
+                    found.append(finding)
+        return found
+
+    return find
+
+
+def score(memories, find=offline_findings, *, expiry_too=True):
+    """Scores of the pairs `find(memory)` returns (default: the offline detector)."""
     scores = Scores()
     for memory in memories:
         labels = {frozenset((a, b)): (a, b, label, kind) for a, b, label, kind in memory.pairs}
@@ -92,7 +135,7 @@ def score(memories):
             else:
                 scores.explicit += 1
         keys = {lesson.id: lesson.key for lesson in memory.lessons}
-        for finding in detection.detect(memory.lessons):
+        for finding in find(memory):
             scores.found += 1
             _a, b, label, kind = labels.get(frozenset((finding.older_id, finding.newer_id)), (0, 0, None, None))
             if label in (None, "compatible"):
@@ -110,6 +153,8 @@ def score(memories):
                 scores.directed_right += 1
             else:
                 scores.wrong.append(f"{memory.name}: direction {keys[finding.older_id]} -> {keys[finding.newer_id]}")
+        if not expiry_too:
+            continue
         scores.expiry_labelled += len(memory.expiries)
         for found in expiry.detect_expiry(memory.lessons):
             scores.expiry_found += 1

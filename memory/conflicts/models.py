@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-__all__ = ["ExpiryProposal", "LessonConflict", "conflict_fingerprint"]
+__all__ = ["ConflictModelCheck", "ExpiryProposal", "LessonConflict", "conflict_fingerprint"]
 
 
 def conflict_fingerprint(older_text: str, newer_text: str) -> str:
@@ -100,3 +100,23 @@ class ExpiryProposal(models.Model):
 
     def __str__(self):
         return f"lesson {self.lesson_id} until {self.expires_on or self.expires_when} ({self.status})"
+
+
+class ConflictModelCheck(models.Model):
+    """A lesson the model engine has compared with the rest of its memory, as its text was then.
+
+    A later run sends only lessons without a check of the current text (new or edited ones); an
+    edited lesson (another content hash) counts as not compared."""
+
+    memory = models.ForeignKey("memory.Memory", on_delete=models.CASCADE, related_name="conflict_model_checks")
+    lesson = models.ForeignKey("memory.Lesson", on_delete=models.CASCADE, related_name="conflict_model_checks")
+    engine = models.CharField(max_length=40)
+    content_hash = models.CharField(max_length=64)
+    checked_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["memory", "engine"], name="conflict_check_memory_engine")]
+        constraints = [models.UniqueConstraint(fields=["lesson", "engine"], name="conflict_check_one_per_engine")]
+
+    def __str__(self):
+        return f"lesson {self.lesson_id} checked by {self.engine}"

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memory import services
-from memory.conflicts import detection, expiry
+from memory.conflicts import detection, expiry, model
 from memory.models import (
     ChangeBatch,
     ExpiryProposal,
@@ -109,6 +109,7 @@ def conflicts_detect(*, memory: Memory, lesson_ids: Iterable[int] | None = None)
     ExpiryProposal.objects.bulk_create(proposals)
     if conflicts:
         services.memory_bump_version(memory)  # compiled memory now marks the older lines
+    model.conflicts_model_request(memory=memory, lesson_ids=new_ids)  # with a model engine: its pass, after commit
     return len(conflicts), len(proposals)
 
 
