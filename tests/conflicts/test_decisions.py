@@ -116,3 +116,21 @@ def test_each_keeping_decision_reverts_to_pending(memory):
         conflict.refresh_from_db()
         assert conflict.status == "pending" and _state(conflict) == before
     assert len(marked_lesson_ids(memory.pk)) == 2
+
+
+def test_an_edit_is_announced_as_such_and_a_refused_one_not_at_all(conflict):
+    from memory.signals import review_event
+
+    heard = []
+
+    def listen(sender, event_type, data, **kwargs):
+        heard.append((event_type, data.get("decision")))
+
+    review_event.connect(listen, dispatch_uid="tests.conflict-decisions")
+    try:
+        with pytest.raises(ValidationError):
+            conflict_edit_and_keep(conflict=conflict, keep="newer", text="", actor=LEAD)
+        conflict_edit_and_keep(conflict=conflict, keep="newer", text="Queue 0 runs dramatiq.", actor=LEAD)
+    finally:
+        review_event.disconnect(dispatch_uid="tests.conflict-decisions")
+    assert heard == [("review.decided", "keep newer, edited")]
