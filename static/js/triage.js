@@ -4,7 +4,8 @@
 //
 // The page declares what it triages:
 //   #triage[data-noun]          the list ("candidate", "conflict"); data-can-approve="1" allows selecting
-//   .triage-card[data-label]    one item ("candidate #4"), focusable; data-memory groups X
+//   .triage-card[data-label]    one item ("candidate #4"), focusable; data-memory groups X; data-cannot
+//                               says why its keys do nothing (a person who may only read it)
 //   input.triage-select         the card's checkbox in the bulk form (#bulk-form)
 //   [data-key="a"]              what a key does: on a card, or in #bulk-form when something is selected.
 //                               A button is pressed, a field focused, a <details> opened with its first
@@ -99,7 +100,8 @@
   function act(key, card) {
     var element = target(key, card);
     if (!element) {
-      announce(card ? "This " + noun() + " is decided already." : "Nothing selected: move to a card with j first.");
+      if (!card) announce("Nothing selected: move to a card with j first.");
+      else announce(card.dataset.cannot || "This " + noun() + " is decided already.");
       return;
     }
     say(element, card);

@@ -119,3 +119,17 @@ def test_the_list_costs_the_same_queries_however_many_conflicts(
 
 def test_pending_conflicts_count_in_the_review_queue(conflict, memory):
     assert counts_by_source(EVERY_MEMORY)["conflicts"].get(memory.pk) == 1
+
+
+def test_one_person_decides_in_one_team_and_only_reads_in_another(team_memory, team_member, client_for):
+    red, blue = team_memory("red"), team_memory("blue")
+    mine, only_read = make_conflict(red, 1), make_conflict(blue, 2)
+    lead = team_member("lead", {red.project.team: "approver", blue.project.team: "viewer"})
+    html = client_for(lead).get(URL).content.decode()
+    red_card = html[html.index(f'id="conflict-{mine.pk}"') :][:8000].split("</article>")[0]
+    blue_card = html[html.index(f'id="conflict-{only_read.pk}"') :][:8000].split("</article>")[0]
+    assert reverse("conflicts:decide", args=[mine.pk]) in red_card and 'class="triage-select"' in red_card
+    assert "data-cannot" not in red_card
+    assert reverse("conflicts:decide", args=[only_read.pk]) not in blue_card and "triage-select" not in blue_card
+    assert 'data-cannot="Only approvers of its team can decide this conflict."' in blue_card
+    assert "Only approvers can decide conflicts." in blue_card and 'id="bulk-form"' in html
