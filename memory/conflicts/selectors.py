@@ -5,7 +5,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from memory.access import EVERY_MEMORY
-from memory.models import LessonConflict, LessonStatus
+from memory.models import ChangeBatch, LessonConflict, LessonStatus
 
 INBOX_ROWS = 25  # conflicts per page of the list
 
@@ -56,3 +56,22 @@ def marked_lesson_ids(memory_id: int) -> set[int]:
             newer__status=LessonStatus.ACTIVE,
         ).values_list("older_id", flat=True)
     )
+
+
+def history_positions(conflicts: list[LessonConflict]) -> dict[int, int]:
+    """{batch id: its place on its memory's history, newest first (0-based)} for the conflicts'
+    decision batches: which page of the history shows it. One query per memory."""
+    oldest: dict[int, int] = {}
+    for conflict in conflicts:
+        if conflict.batch_id:
+            oldest[conflict.memory_id] = min(oldest.get(conflict.memory_id, conflict.batch_id), conflict.batch_id)
+    positions: dict[int, int] = {}
+    for memory_id, batch_id in oldest.items():
+        since = ChangeBatch.objects.filter(pk=batch_id).values("created_at")
+        newer_first = (
+            ChangeBatch.objects.filter(memory_id=memory_id, created_at__gte=since)
+            .order_by("-created_at", "-id")
+            .values_list("id", flat=True)
+        )
+        positions.update((pk, place) for place, pk in enumerate(newer_first))
+    return positions

@@ -24,6 +24,7 @@ from memory.conflicts.services import (
     conflict_keep_older,
     conflicts_bulk_decide,
 )
+from memory.lessons.views.history import BATCHES_PER_PAGE
 from memory.models import ALL_CATEGORIES, CORE_CATEGORIES, LessonConflict
 from memory.roles import approver_required, viewer_required
 from memory.services import Actor
@@ -53,13 +54,21 @@ def _context(request, **extra):
     }
 
 
-def revert_url(conflict):
-    """Where the decision's batch is reverted: its card on the memory's history page ("" without one)."""
-    return f"{conflict.memory.history_url()}#batch-{conflict.batch_id}" if conflict.batch_id else ""
+def with_revert_urls(conflicts):
+    """Set `revert_url` on each conflict: its decision's batch on the memory's history page (on the
+    page of that history that shows it), "" when the decision changed no lesson."""
+    positions = selectors.history_positions(conflicts)
+    for conflict in conflicts:
+        conflict.revert_url = ""
+        if conflict.batch_id in positions:
+            page = positions[conflict.batch_id] // BATCHES_PER_PAGE + 1
+            query = f"?page={page}" if page > 1 else ""
+            conflict.revert_url = f"{conflict.memory.history_url()}{query}#batch-{conflict.batch_id}"
+    return conflicts
 
 
 def _with_revert_link(text, conflict):
-    url = revert_url(conflict)
+    url = conflict.revert_url
     if not url:
         return text
     return format_html(
@@ -85,18 +94,19 @@ def detail(request, pk):
     conflict = selectors.conflict_for_review(pk)
     if conflict is None:
         raise Http404("No such conflict")
+    with_revert_urls([conflict])
     return TemplateResponse(
         request, "memory/conflicts/detail.html", _context(request, conflict=conflict, on_detail=True)
     )
 
 
-def _after_decision(request, pk, *, error="", success=""):
+def _after_decision(request, pk, *, error="", success="", conflict=None):
     """htmx: the conflict's card in its new state; otherwise a message and the page the form was on.
     A refused edit comes back with the reviewer's own words (on the detail page without htmx too)."""
     on_detail = request.POST.get("next") == "detail"
     draft = request.POST if error and request.POST.get("edit") == "1" else None
     if request.htmx or draft is not None:
-        conflict = selectors.conflict_for_review(pk)
+        conflict = conflict or with_revert_urls([selectors.conflict_for_review(pk)])[0]
         context = _context(
             request,
             conflict=conflict,
@@ -143,7 +153,8 @@ def decide(request, pk):
     except (ValidationError, PermissionDenied) as exc:
         return _after_decision(request, pk, error=f"Not decided: {' '.join(error_messages(exc))}")
     done = EDITED[decision] if edit else DECISIONS[decision]
-    return _after_decision(request, pk, success=_with_revert_link(done, decided))
+    reviewed = with_revert_urls(selectors.conflicts_for_review([decided.pk]))[0]
+    return _after_decision(request, pk, success=_with_revert_link(done, reviewed), conflict=reviewed)
 
 
 @require_POST
@@ -171,7 +182,7 @@ def bulk_decide(request):
         )
     except ValidationError as exc:
         error = f"Nothing decided: {'; '.join(exc.messages)}"
-    cards = [] if error else selectors.conflicts_for_review([c.pk for c in conflicts])
+    cards = [] if error else with_revert_urls(selectors.conflicts_for_review([c.pk for c in conflicts]))
     decided = [c for c in cards if c.pk in {d.pk for d in done}]
     if request.htmx:
         context = _context(request, bulk_error=error, decided=decided, refused=refused, cards=cards, oob=True)
@@ -191,7 +202,7 @@ def _bulk_summary(decided):
         ", ",
         "#{}{}",
         (
-            (c.pk, format_html(' (<a class="revert-link" href="{}">revert batch #{}</a>)', revert_url(c), c.batch_id))
+            (c.pk, format_html(' (<a class="revert-link" href="{}">revert batch #{}</a>)', c.revert_url, c.batch_id))
             if c.batch_id
             else (c.pk, "")
             for c in decided

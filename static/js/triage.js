@@ -181,8 +181,8 @@
     if (event.target.matches && event.target.matches("input.triage-select")) updateCount();
   });
 
-  // After a decision the card comes back in its new state: keep the focus on it and read out what
-  // happened. A bulk decision's outcome is read from its own live region.
+  // After a decision the card comes back in its new state: keep the focus on it (when it was lost
+  // with the card it was on) and read out what happened. A bulk decision's outcome is read from its own live region.
   var focusedId = null;
   document.addEventListener("htmx:beforeRequest", function () {
     var card = currentCard();
@@ -195,7 +195,8 @@
     focusedId = null;
     var alert = card.querySelector(".alert");
     if (alert) announce(alert.textContent.trim());
-    focusCard(card);
+    // Someone who moved on (j) while the answer came is not pulled back.
+    if (!document.activeElement || document.activeElement === document.body) focusCard(card);
   });
 
   function init() {

@@ -159,6 +159,7 @@ def test_a_lead_decides_each_way_reverts_one_and_triages_with_the_keyboard(page,
     assert LessonConflict.objects.get(pk=keyed[3].pk).status == "pending"
     page.keyboard.press("b")  # keep both
     expect(_card(page, keyed[3]).locator(".alert-success")).to_contain_text("Kept both")
+    expect(_card(page, keyed[3])).to_be_focused()
 
     page.keyboard.press("j")
     assert _focused_card(page) == f"conflict-{newer_wins.pk}"

@@ -1,6 +1,8 @@
 """Deciding several conflicts at once (POST /conflicts/bulk/): each its own revertible batch, htmx
 gets the outcome and the cards, a plain form a message with a link to revert each batch."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -85,3 +87,19 @@ def test_a_viewer_may_not_and_another_teams_conflicts_are_not_there(team_memory,
     response = client_for(lead).post(URL, {"conflict": [mine.pk, theirs.pk], "decision": "keep_both"}, follow=True)
     assert f"Decided 1 conflict: #{mine.pk}." in response.content.decode()
     assert LessonConflict.objects.get(pk=theirs.pk).status == "pending"
+
+
+def test_each_revert_link_opens_the_page_of_history_that_shows_its_batch(memory, approver, client_for):
+    from memory.lessons.views.history import BATCHES_PER_PAGE
+
+    conflicts = [make_conflict(memory, n) for n in range(BATCHES_PER_PAGE + 2)]
+    client = client_for(approver)
+    data = {"conflict": [c.pk for c in conflicts], "decision": "keep_newer"}
+    html = client.post(URL, data, follow=True).content.decode()
+    links = re.findall(r'class="revert-link" href="([^"]+)"', html)
+    assert len(links) == len(conflicts)
+    first, last = (LessonConflict.objects.get(pk=c.pk).batch_id for c in (conflicts[0], conflicts[-1]))
+    assert f"{memory.history_url()}?page=2#batch-{first}" in links
+    assert f"{memory.history_url()}#batch-{last}" in links
+    for link, batch in ((f"{memory.history_url()}?page=2", first), (memory.history_url(), last)):
+        assert f'id="batch-{batch}"' in client.get(link).content.decode()
