@@ -256,6 +256,24 @@ def conflict_keep_both(*, conflict: LessonConflict, actor: services.Actor, annou
     return conflict
 
 
+@transaction.atomic
+def conflict_reopen(*, conflict: LessonConflict, actor: services.Actor) -> LessonConflict:
+    """Undo "keep both", which changed no lesson and so has no batch to revert: the conflict waits
+    for review again (and the older line is marked again). A resolved conflict is reopened by
+    reverting its decision's batch instead."""
+    conflict = LessonConflict.objects.select_for_update().select_related("memory").get(pk=conflict.pk)
+    if conflict.status != LessonConflict.Status.DISMISSED:
+        raise ValidationError(
+            "only a conflict whose lessons were both kept is reopened here"
+            + ("; revert its decision's batch in the memory's history instead" if conflict.batch_id else "")
+        )
+    conflict.status, conflict.decision = LessonConflict.Status.PENDING, ""
+    conflict.decided_by, conflict.decided_at = None, None
+    conflict.save(update_fields=["status", "decision", "decided_by", "decided_at"])
+    services.memory_bump_version(conflict.memory)  # the older line is marked again
+    return conflict
+
+
 def conflicts_follow_revert(*, batch: ChangeBatch) -> int:
     """A decision's batch was reverted: its conflict is pending again."""
     return LessonConflict.objects.filter(batch=batch).update(

@@ -22,6 +22,7 @@ from memory.conflicts.services import (
     conflict_keep_both,
     conflict_keep_newer,
     conflict_keep_older,
+    conflict_reopen,
     conflicts_bulk_decide,
 )
 from memory.lessons.views.history import BATCHES_PER_PAGE
@@ -34,7 +35,7 @@ from memory.web import bulk_selection, error_messages, none_to_decide
 DECISIONS = {
     "keep_newer": "Kept the newer lesson; the older one is superseded by it.",
     "keep_older": "Kept the older lesson; the newer one is deleted (restorable).",
-    "keep_both": "Kept both; this pair will not be proposed again.",
+    "keep_both": "Kept both; this pair will not be proposed again (Reopen on its card undoes it).",
 }
 KEEP_ONE = {"keep_newer": conflict_keep_newer, "keep_older": conflict_keep_older}
 EDITED = {
@@ -155,6 +156,18 @@ def decide(request, pk):
     done = EDITED[decision] if edit else DECISIONS[decision]
     reviewed = with_revert_urls(selectors.conflicts_for_review([decided.pk]))[0]
     return _after_decision(request, pk, success=_with_revert_link(done, reviewed), conflict=reviewed)
+
+
+@require_POST
+@approver_required
+def reopen(request, pk):
+    """Undo "keep both": the conflict waits again."""
+    conflict = get_for_user_or_404(request.user, LessonConflict.objects.all(), pk=pk, action=APPROVE)
+    try:
+        conflict_reopen(conflict=conflict, actor=Actor.for_user(request.user))
+    except ValidationError as exc:
+        return _after_decision(request, pk, error=f"Not reopened: {' '.join(error_messages(exc))}")
+    return _after_decision(request, pk, success="Reopened: this conflict waits for review again.")
 
 
 @require_POST

@@ -177,3 +177,9 @@ def test_a_lead_decides_each_way_reverts_one_and_triages_with_the_keyboard(page,
     assert Lesson.objects.filter(memory=memory, status=LessonStatus.SUPERSEDED).count() == 4
     page.goto("/conflicts/")
     expect(page.get_by_text("No conflict is waiting for review.")).to_be_visible()
+
+    # "Keep both" changed no lesson, so it is undone on its card: the older line is marked again.
+    page.goto(f"/conflicts/{both.pk}/")
+    page.get_by_role("button", name="Reopen").click()
+    expect(_card(page, both).locator(".alert-success")).to_contain_text("waits for review again")
+    assert agent.lessons()[both.older_id].endswith(CONFLICT_MARK)
