@@ -80,6 +80,11 @@ def _with_revert_link(text, conflict):
     )
 
 
+def _pending_count(request):
+    """What the list's heading counts, sent along with a decision's answer so it follows."""
+    return selectors.pending_conflicts(visible_memory_ids(request.user)).count()
+
+
 @viewer_required
 def inbox(request):
     pending = selectors.pending_conflicts(visible_memory_ids(request.user))
@@ -118,7 +123,9 @@ def _after_decision(request, pk, *, error="", success="", conflict=None):
             draft_side=draft.get("decision", "").removeprefix("keep_") if draft is not None else "",
         )
         if request.htmx:
-            return TemplateResponse(request, "memory/conflicts/inbox.html#conflict-card", context)
+            if not on_detail:
+                context["pending_count"] = _pending_count(request)
+            return TemplateResponse(request, "memory/conflicts/inbox.html#card-response", context)
         return TemplateResponse(request, "memory/conflicts/detail.html", {**context, "on_detail": True}, status=400)
     if error:
         messages.error(request, error)
@@ -198,7 +205,15 @@ def bulk_decide(request):
     cards = [] if error else with_revert_urls(selectors.conflicts_for_review([c.pk for c in conflicts]))
     decided = [c for c in cards if c.pk in {d.pk for d in done}]
     if request.htmx:
-        context = _context(request, bulk_error=error, decided=decided, refused=refused, cards=cards, oob=True)
+        context = _context(
+            request,
+            bulk_error=error,
+            decided=decided,
+            refused=refused,
+            cards=cards,
+            oob=True,
+            pending_count=_pending_count(request),
+        )
         return TemplateResponse(request, "memory/conflicts/inbox.html#bulk-response", context)
     if error:
         messages.error(request, error)

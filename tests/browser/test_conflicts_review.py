@@ -67,6 +67,7 @@ def test_a_lead_decides_each_way_reverts_one_and_triages_with_the_keyboard(page,
     page.goto("/conflicts/")
     _card(page, newer_wins).get_by_role("button", name="Keep the newer").click()
     expect(_card(page, newer_wins).locator(".alert-success")).to_contain_text("Kept the newer lesson")
+    expect(page.locator("#conflicts-count")).to_have_text("7 conflicts")
     revert_link = _card(page, newer_wins).locator(".alert-success a.revert-link")
     expect(revert_link).to_contain_text("Revert batch #")
     lessons = agent.lessons()
@@ -139,6 +140,7 @@ def test_a_lead_decides_each_way_reverts_one_and_triages_with_the_keyboard(page,
     assert page.evaluate("getComputedStyle(document.activeElement).backgroundColor") != "rgb(255, 255, 255)"
     page.keyboard.press("n")  # keep the newer of both selected
     page.locator("#bulk-result").get_by_text("Decided 2 conflicts").wait_for()
+    expect(page.locator("#conflicts-count")).to_have_text("3 conflicts")
     expect(_card(page, keyed[1])).to_be_focused()
     assert page.locator("#bulk-result a.revert-link").count() == 2
 

@@ -161,3 +161,12 @@ def test_reverting_the_batch_from_history_makes_the_conflict_pending_again(memor
     assert _statuses(conflict) == (LessonStatus.ACTIVE, LessonStatus.ACTIVE, "pending")
     assert Lesson.objects.get(pk=conflict.newer_id).text == "Queue 0 workers run with dramatiq."
     assert f"Conflict #{conflict.pk}" in client.get(reverse("conflicts:inbox")).content.decode()
+
+
+def test_htmx_on_the_list_updates_its_count_and_on_the_conflicts_page_not(memory, approver, client_for):
+    first, second = make_conflict(memory, 1), make_conflict(memory, 2)
+    client = client_for(approver)
+    html = client.post(_url(first), {"decision": "keep_newer"}, headers=HTMX).content.decode()
+    assert '<span id="conflicts-count" hx-swap-oob="true">1 conflict</span>' in html
+    html = client.post(_url(second), {"decision": "keep_both", "next": "detail"}, headers=HTMX).content.decode()
+    assert "conflicts-count" not in html
