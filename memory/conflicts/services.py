@@ -125,7 +125,7 @@ def _decide(
 
 
 def _locked_pending(conflict: LessonConflict) -> LessonConflict:
-    conflict = LessonConflict.objects.select_for_update().select_related("older", "newer").get(pk=conflict.pk)
+    conflict = LessonConflict.objects.select_for_update().select_related("older", "newer", "memory").get(pk=conflict.pk)
     if conflict.status != LessonConflict.Status.PENDING:
         raise ValidationError(f"this conflict is already {conflict.get_status_display().lower()}")
     return conflict
