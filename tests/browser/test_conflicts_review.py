@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 from memory.conflicts import CONFLICT_MARK
 from memory.models import Lesson, LessonConflict, LessonStatus
 from memory.tokens import agent_token_create
-from tests.browser.audit import horizontal_overflow
+from tests.browser.audit import axe_violations, horizontal_overflow
 from tests.conflicts.conftest import make_conflict
 from tests.factories import MemoryFactory
 
@@ -57,6 +57,7 @@ def test_a_lead_decides_each_way_reverts_one_and_triages_with_the_keyboard(page,
     page.goto("/conflicts/")
     expect(page.locator("#conflicts-count")).to_contain_text("8 conflicts")
     assert horizontal_overflow(page)["over"] == 0
+    assert axe_violations(page) == []
     page.goto(f"/conflicts/{edited.pk}/")
     page.get_by_text("Edit the newer, then keep it").click()
     assert horizontal_overflow(page)["over"] == 0
