@@ -9,4 +9,5 @@ urlpatterns = [
     path("bulk/", conflicts.bulk_decide, name="bulk"),
     path("<int:pk>/", conflicts.detail, name="detail"),
     path("<int:pk>/decide/", conflicts.decide, name="decide"),
+    path("<int:pk>/reopen/", conflicts.reopen, name="reopen"),
 ]

@@ -121,6 +121,7 @@ ROWS = {
     "conflicts:bulk": Row(APPROVE, lambda o: {}, list_page=True),
     "conflicts:detail": Row(VIEW, lambda o: {"pk": o["lesson_conflict"].pk}),
     "conflicts:decide": Row(APPROVE, lambda o: {"pk": o["lesson_conflict"].pk}),
+    "conflicts:reopen": Row(APPROVE, lambda o: {"pk": o["lesson_conflict"].pk}),
 }
 
 # Patterns outside the team rules, each with the reason and the tests that cover it.
