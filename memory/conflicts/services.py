@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from memory import services
 from memory.conflicts import detection, expiry
+from memory.conflicts.expiries import expiry_proposals_announce
 from memory.models import (
     ChangeBatch,
     ExpiryProposal,
@@ -107,6 +108,7 @@ def conflicts_detect(*, memory: Memory, lesson_ids: Iterable[int] | None = None)
         if found.lesson_id not in proposed
     ]
     ExpiryProposal.objects.bulk_create(proposals)
+    expiry_proposals_announce(proposals)
     if conflicts:
         services.memory_bump_version(memory)  # compiled memory now marks the older lines
     return len(conflicts), len(proposals)
