@@ -12,7 +12,6 @@ class MemoryConfig(AppConfig):
         post_migrate.connect(ensure_role_groups, sender=self)
         # Features connect their signal receivers at import time, in web and worker processes alike.
         import memory.compaction.receivers
-        import memory.conflicts.expiry_receivers
         import memory.conflicts.receivers
         import memory.pipeline.receivers
         import memory.promotions.receivers

@@ -83,7 +83,9 @@ def expiry_proposals_announce(proposals: list[ExpiryProposal]) -> None:
 
 def _locked_pending(proposal: ExpiryProposal) -> ExpiryProposal:
     proposal = (
-        ExpiryProposal.objects.select_for_update().select_related("lesson", "memory__project").get(pk=proposal.pk)
+        ExpiryProposal.objects.select_for_update(of=("self",))
+        .select_related("lesson", "memory__project")
+        .get(pk=proposal.pk)
     )
     if proposal.status != ExpiryProposal.Status.PENDING:
         raise ValidationError(f"this proposed expiry is already {proposal.get_status_display().lower()}")
@@ -176,7 +178,7 @@ def expiries_bulk_decide(
 
 
 def _locked_expired(lesson: Lesson) -> Lesson:
-    lesson = Lesson.objects.select_for_update().select_related("memory").get(pk=lesson.pk)
+    lesson = Lesson.objects.select_for_update(of=("self",)).select_related("memory").get(pk=lesson.pk)
     if not lesson.is_expired:
         raise ValidationError(f"lesson {lesson.pk} is not an expired live lesson")
     return lesson

@@ -209,3 +209,22 @@ def test_proposals_and_expired_lessons_wait_in_the_review_queue_team_scoped(memo
     # Acting takes them off the queue: restored, retired or decided.
     expired_lesson_restore(lesson=expired, actor=SYSTEM)
     assert counts_by_source([memory.pk])["expired"] == {}
+
+
+def test_long_expired_lessons_and_old_proposals_are_in_the_daily_overdue_event(memory, settings):
+    from memory.webhooks.services import webhooks_record_overdue
+
+    days = settings.REVIEW_OVERDUE_DAYS
+    with time_machine.travel(timezone.now() - timedelta(days=days + 1)):
+        proposal = propose(memory, "Skip the load test until the 5.0 release ships.")
+    expired = _expired(memory, on=timezone.localdate() - timedelta(days=days + 3))
+    _expired(memory, "Expired yesterday, not late yet.")
+    WebhookEvent.objects.all().delete()
+    assert webhooks_record_overdue() == 1
+    event = WebhookEvent.objects.get(type="review.overdue")
+    items = {i["kind"]: i for i in event.data["items"]}
+    assert {kind: i["id"] for kind, i in items.items()} == {
+        "expired lesson": expired.pk,
+        "proposed expiry": proposal.pk,
+    }
+    assert items["expired lesson"]["waiting_since"].startswith(expired.expires_on.isoformat())
