@@ -1,4 +1,4 @@
-"""Restoring or retiring an expired lesson, from the expiries page or the memory page."""
+"""Restoring an expired lesson (its expiry cleared or moved), from the expiries page or the memory page."""
 
 from datetime import timedelta
 
@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memory import services
-from memory.models import Change, Lesson, LessonStatus
+from memory.models import Change, Lesson
 from memory.selectors import compile_memory
 from tests.factories import SYSTEM, make_lesson
 
@@ -22,10 +22,6 @@ def expired(memory):
 
 def _restore(lesson):
     return reverse("conflicts:expired-restore", args=[lesson.pk])
-
-
-def _retire(lesson):
-    return reverse("conflicts:expired-retire", args=[lesson.pk])
 
 
 def test_restore_clears_the_expiry_and_agents_read_it_at_once(expired, memory, approver, client_for):
@@ -56,21 +52,6 @@ def test_a_bad_date_is_a_clear_error_that_changes_nothing(expired, approver, cli
     assert Change.objects.count() == changes and Lesson.objects.get(pk=expired.pk).is_expired
 
 
-def test_retire_deletes_softly(expired, approver, client_for):
-    response = client_for(approver).post(_retire(expired), {"reason": "migration over"}, follow=True)
-    assert "Retired: the lesson is deleted" in response.content.decode()
-    lesson = Lesson.objects.get(pk=expired.pk)
-    assert lesson.status == LessonStatus.DELETED
-    assert Change.objects.filter(lesson=lesson).latest("id").batch.reason == "migration over"
-
-
-def test_a_lesson_that_has_not_expired_is_refused(memory, approver, client_for):
-    lesson = make_lesson(memory, "Always run migrations before deploys.")
-    response = client_for(approver).post(_retire(lesson), follow=True)
-    assert "Not retired:" in response.content.decode()
-    assert Lesson.objects.get(pk=lesson.pk).status == LessonStatus.ACTIVE
-
-
 def test_from_the_memory_page_it_goes_back_there(expired, memory, approver, client_for):
     client = client_for(approver)
     page = client.get(memory.get_absolute_url()).content.decode()
@@ -80,9 +61,7 @@ def test_from_the_memory_page_it_goes_back_there(expired, memory, approver, clie
     assert response.status_code == 302 and response["Location"] == back
 
 
-def test_viewers_and_curators_cannot_restore_or_retire(expired, viewer, curator, client_for):
+def test_viewers_and_curators_cannot_restore(expired, viewer, curator, client_for):
     for user in (viewer, curator):
-        client = client_for(user)
-        assert client.post(_restore(expired)).status_code == 403
-        assert client.post(_retire(expired)).status_code == 403
+        assert client_for(user).post(_restore(expired)).status_code == 403
     assert Lesson.objects.get(pk=expired.pk).is_expired
