@@ -85,6 +85,10 @@ class ExpiryProposal(models.Model):
     evidence = models.TextField(blank=True)
     engine = models.CharField(max_length=40, default="offline")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    # The batch that set the lesson's expiry on acceptance (revert it and the proposal waits again).
+    batch = models.ForeignKey(
+        "memory.ChangeBatch", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
     created_at = models.DateTimeField(default=timezone.now)
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
@@ -93,7 +97,11 @@ class ExpiryProposal(models.Model):
 
     class Meta:
         ordering = ["-id"]
-        indexes = [models.Index(fields=["memory", "status"], name="expiry_memory_status")]
+        indexes = [
+            models.Index(fields=["memory", "status"], name="expiry_memory_status"),
+            # Reverting a batch finds the proposal it accepted; most proposals have none.
+            models.Index(fields=["batch"], name="expiry_batch", condition=models.Q(batch__isnull=False)),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["lesson"], name="expiry_one_proposal_per_lesson"),
         ]

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from memory import services
 from memory.conflicts import detection, expiry, model
+from memory.conflicts.expiries import expiry_proposals_announce
 from memory.models import (
     ChangeBatch,
     ExpiryProposal,
@@ -108,6 +109,7 @@ def conflicts_detect(*, memory: Memory, lesson_ids: Iterable[int] | None = None)
         if found.lesson_id not in proposed
     ]
     ExpiryProposal.objects.bulk_create(proposals)
+    expiry_proposals_announce(proposals)
     if conflicts:
         services.memory_bump_version(memory)  # compiled memory now marks the older lines
     model.conflicts_model_request(memory=memory, lesson_ids=new_ids)  # with a model engine: its pass, after commit
