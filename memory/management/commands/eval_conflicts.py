@@ -26,7 +26,7 @@ class Command(BaseCommand):
             scores = evaluation.score(memories)
             self.stdout.write(path)
             for name, value in scores.as_dict().items():
-                self.stdout.write(f"  {name:<18} {value:.2f}" if isinstance(value, float) else f"  {name:<18} {value}")
+                self.stdout.write(f"  {name:<22} {value:.2f}" if isinstance(value, float) else f"  {name:<22} {value}")
             if show:
                 for line in scores.wrong:
                     self.stdout.write(f"  wrong: {line}")
