@@ -108,7 +108,11 @@ def test_a_lesson_dated_over_mcp_leaves_the_resource_on_its_day(mcp_http, make_t
     async def read(client):
         listed = (await client.list_resources()).resources
         memory_text = (await client.read_resource(listed[0].uri)).contents[0].text
-        return memory_text, text_of(await client.call_tool("get_memory", {}))
+        return (
+            memory_text,
+            text_of(await client.call_tool("get_memory", {})),
+            text_of(await client.call_tool("find_lessons", {"words": "deploy"})),
+        )
 
     with time_machine.travel(date(2026, 3, 8)):
         assert not mcp_http.run(raw, set_it).is_error
