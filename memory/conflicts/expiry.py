@@ -6,6 +6,7 @@ describes a step of a procedure ("wait until the build finishes") is not an expi
 """
 
 import re
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date
 
@@ -441,6 +442,8 @@ CONDITION_STOPWORDS = STOPWORDS | frozenset(
     ]
 )
 MIN_SHARED_SHARE = 0.6
+_DONE_OR_STATE = DONE_WORDS | STATE_WORDS
+_WORD = re.compile(r"\w+")
 
 _TOKEN = re.compile(
     r"(?P<issue>#\d+|\b[A-Za-z][A-Za-z0-9]*-\d+\b|\b(?:issue|bug|ticket|pr)\s+#?\d+\b)"
@@ -541,18 +544,38 @@ def _said_done(tokens):
     return found
 
 
+@dataclass(frozen=True)
+class Reading:
+    """A lesson read once for every condition: its identifiers, its word stems, the clauses saying
+    something happened."""
+
+    values: frozenset
+    terms: frozenset
+    done: list
+
+    @classmethod
+    def of(cls, text):
+        tokens = _tokens(text)
+        return cls(
+            frozenset(v for k, v in tokens if k != "word"),
+            frozenset(_stem(v) for k, v in tokens if k == "word"),
+            _said_done(tokens),
+        )
+
+
 def condition_met(condition, text):
     """The evidence (text) when `text` says `condition` has happened, else ''."""
-    tokens = _tokens(text)
-    values = {v for k, v in tokens if k != "word"}
-    if not condition.ids <= values:
+    return _meets(condition, Reading.of(text))
+
+
+def _meets(condition, reading):
+    if not reading.done or not condition.ids <= reading.values:
         return ""
-    terms = {_stem(v) for k, v in tokens if k == "word"}
-    shared = condition.terms & terms
+    shared = condition.terms & reading.terms
     if not condition.issues and len(shared) < -(-len(condition.terms) * MIN_SHARED_SHARE // 1):
         return ""
     named = condition.ids | shared
-    for word, clause in _said_done(tokens):
+    for word, clause in reading.done:
         in_clause = {v for k, v in clause if k != "word"} | {_stem(v) for k, v in clause if k == "word"}
         if not in_clause & named:
             continue
@@ -578,24 +601,32 @@ def conditions_met(lessons, temporary):
     """[ConditionFinding] for each lesson of `lessons` saying that the condition (expires_when) of a
     lesson of `temporary` has happened, when it is the later of the two (by date, then id).
 
-    Both are light lessons (id, text, lesson_date; `temporary` also expires_when). Only lessons with
-    a completion word are read further, so a pass costs one scan of `lessons` and a comparison with
-    each condition for the few that say something happened."""
-    conditions = [
-        (lesson, condition)
-        for lesson in temporary
-        if (condition := Condition.read(lesson.id, lesson.expires_when or "")).readable
-    ]
-    if not conditions:
+    Both are light lessons (id, text, lesson_date; `temporary` also expires_when). Each lesson is read
+    once; only one with a completion word is compared, and only with the conditions sharing an
+    identifier or a word with it (found through an index of the conditions)."""
+    by_key = defaultdict(list)  # an identifier or word of a condition: the conditions naming it
+    for lesson in temporary:
+        condition = Condition.read(lesson.id, lesson.expires_when or "")
+        for key in condition.ids | condition.terms:
+            by_key[key].append((lesson, condition))
+    if not by_key:
         return []
     found = []
     for lesson in lessons:
-        if not _said_done(_tokens(lesson.text)):
+        if _DONE_OR_STATE.isdisjoint(_WORD.findall(lesson.text.lower())):  # most lessons: read no further
             continue
-        for older, condition in conditions:
+        reading = Reading.of(lesson.text)
+        if not reading.done:
+            continue
+        candidates = {
+            older.id: (older, condition)
+            for key in reading.values | reading.terms
+            for older, condition in by_key.get(key, ())
+        }
+        for older, condition in candidates.values():
             if older.id == lesson.id or (lesson.lesson_date, lesson.id) < (older.lesson_date, older.id):
                 continue
-            evidence = condition_met(condition, lesson.text)
+            evidence = _meets(condition, reading)
             if evidence:
                 found.append(ConditionFinding(older.id, lesson.id, evidence))
     return found
