@@ -12,7 +12,8 @@ from typing import Annotated, Literal
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from ninja import Field, Schema
-from pydantic import AfterValidator, BeforeValidator, Discriminator, Tag, TypeAdapter, field_validator
+from ninja.schema import DjangoGetter
+from pydantic import AfterValidator, BeforeValidator, Discriminator, Tag, TypeAdapter, field_validator, model_validator
 
 from memory.history.lessons import EXPIRES_WHEN_MAX_CHARS
 from memory.refs import MAX_REF_PATH, parse_ref
@@ -397,6 +398,15 @@ class ExpiryIn(Schema):
 
     expires_on: ExpiresOn = None
     expires_when: ExpiresWhen = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def an_object(cls, value):
+        # Every field may be left out, so nothing else would refuse a body that is no object.
+        raw = value._obj if isinstance(value, DjangoGetter) else value  # as the body was parsed
+        if not isinstance(raw, dict | Schema):
+            raise ValueError("the body must be a JSON object: {} clears the expiry")
+        return value
 
 
 class ExpirySetOut(LessonOut):

@@ -1,5 +1,6 @@
 """PUT /api/v1/lessons/{id}/expiry — an agent dates (or undates) one of its working lessons."""
 
+import json
 from datetime import date
 
 import pytest
@@ -146,3 +147,12 @@ def test_query_count_does_not_grow_with_refs(agent, memory, django_assert_num_qu
         assert put(agent, one.pk, {"expires_on": "2027-01-01"}).status_code == 200
     with django_assert_num_queries(18):
         assert put(agent, many.pk, {"expires_on": "2027-01-01"}).status_code == 200
+
+
+@pytest.mark.parametrize("body", [[None, None], "2027-01-01", 7, None])
+def test_a_body_that_is_no_object_is_refused(agent, memory, body):
+    lesson = make_lesson(memory, "Use the old build image for now")
+    response = put(agent, lesson.pk, json.dumps(body))
+    assert response.status_code == 422, response.content
+    assert "JSON object" in str(response.json()["fields"])
+    assert Change.objects.filter(lesson=lesson).count() == 1
