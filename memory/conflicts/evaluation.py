@@ -2,7 +2,8 @@
 
 A corpus is JSON (memory/conflicts/corpus/labelled.json shows the format): memories of dated,
 tiered lessons, labelled pairs (supersedes with the older first, contradicts, or compatible look-alikes
-that share many words but both hold) and the lessons that name an expiry. Nothing is written to the
+that share many words but both hold), the lessons that name an expiry, and the conditions temporary
+lessons carry (expires_when) with the later lessons that report them met. Nothing is written to the
 database: the lessons are scored in memory through the detector the product runs, and with a model
 engine through the model pass the product runs (model.find, every lesson compared, as a full pass).
 
@@ -11,7 +12,11 @@ Measures, summed over the memories:
 - explicit recall and implicit recall: labelled conflicts of each kind found / labelled of that kind;
 - false alarms: compatible look-alikes found / compatible look-alikes;
 - direction: conflicts found with the labelled relation and, for supersedes, the labelled newer lesson;
-- expiry precision and recall: lessons proposed an expiry that are labelled with one.
+- expiry precision and recall: lessons proposed an expiry that are labelled with one;
+- condition precision, recall and false alarms: pairs (temporary lesson, later lesson) found
+  saying the condition happened that are labelled so (kind `condition`) / found, / labelled, and
+  look-alikes naming a temporary lesson's condition without meeting it that were found / labelled.
+  Condition pairs are scored here only, not in the detector's explicit recall.
 """
 
 import json
@@ -43,6 +48,11 @@ class Scores:
     expiry_found: int = 0
     expiry_correct: int = 0
     expiry_labelled: int = 0
+    condition: int = 0
+    condition_found: int = 0
+    condition_correct: int = 0
+    condition_hard: int = 0
+    condition_hard_found: int = 0
     wrong: list = field(default_factory=list)
 
     @staticmethod
@@ -59,6 +69,10 @@ class Scores:
             "direction": self._ratio(self.directed_right, self.correct),
             "expiry_precision": self._ratio(self.expiry_correct, self.expiry_found),
             "expiry_recall": self._ratio(self.expiry_correct, self.expiry_labelled),
+            "condition_found": self.condition_found,
+            "condition_precision": self._ratio(self.condition_correct, self.condition_found),
+            "condition_recall": self._ratio(self.condition_correct, self.condition),
+            "condition_false_alarms": self._ratio(self.condition_hard_found, self.condition_hard, 0.0),
         }
 
 
@@ -68,11 +82,22 @@ def load_corpus(path):
         memories = []
         for memory in data["memories"]:
             lessons, keys = [], {}
+            conditions = memory.get("expires_when", {})
             for i, (key, day, tier, text) in enumerate(memory["lessons"], start=1):
                 keys[key] = i
                 lessons.append(
-                    SimpleNamespace(id=i, key=key, lesson_date=date.fromisoformat(day), tier=tier, text=text)
+                    SimpleNamespace(
+                        id=i,
+                        key=key,
+                        lesson_date=date.fromisoformat(day),
+                        tier=tier,
+                        text=text,
+                        expires_when=conditions.get(key, ""),
+                    )
                 )
+            unknown = set(conditions) - set(keys)
+            if unknown:
+                raise KeyError(f"expires_when names no lesson: {sorted(unknown)}")
             pairs = [(keys[a], keys[b], label, kind) for a, b, label, kind in memory.get("pairs", [])]
             expiries = {keys[k] for k in memory.get("expiry", {})}
             memories.append(SimpleNamespace(name=memory["name"], lessons=lessons, pairs=pairs, expiries=expiries))
@@ -127,9 +152,13 @@ def score(memories, find=offline_findings, *, expiry_too=True):
     scores = Scores()
     for memory in memories:
         labels = {frozenset((a, b)): (a, b, label, kind) for a, b, label, kind in memory.pairs}
-        for _a, _b, label, kind in labels.values():
+        temporary = {lesson.id for lesson in memory.lessons if lesson.expires_when}
+        for a, b, label, kind in labels.values():
             if label == "compatible":
                 scores.hard += 1
+                scores.condition_hard += bool({a, b} & temporary)
+            elif kind == "condition":
+                scores.condition += 1
             elif kind == "implicit":
                 scores.implicit += 1
             else:
@@ -147,7 +176,7 @@ def score(memories, find=offline_findings, *, expiry_too=True):
             scores.correct += 1
             if kind == "implicit":
                 scores.implicit_found += 1
-            else:
+            elif kind != "condition":
                 scores.explicit_found += 1
             if finding.relation == label and (label != "supersedes" or finding.newer_id == b):
                 scores.directed_right += 1
@@ -155,6 +184,16 @@ def score(memories, find=offline_findings, *, expiry_too=True):
                 scores.wrong.append(f"{memory.name}: direction {keys[finding.older_id]} -> {keys[finding.newer_id]}")
         if not expiry_too:
             continue
+        for found in expiry.conditions_met(
+            memory.lessons, [lesson for lesson in memory.lessons if lesson.expires_when]
+        ):
+            scores.condition_found += 1
+            _a, b, label, kind = labels.get(frozenset((found.older_id, found.newer_id)), (0, 0, None, None))
+            if kind == "condition" and b == found.newer_id:
+                scores.condition_correct += 1
+                continue
+            scores.condition_hard_found += label == "compatible"
+            scores.wrong.append(f"{memory.name}: condition {keys[found.older_id]} / {keys[found.newer_id]}")
         scores.expiry_labelled += len(memory.expiries)
         for found in expiry.detect_expiry(memory.lessons):
             scores.expiry_found += 1

@@ -25,6 +25,7 @@ from memory.models import (
     Memory,
     conflict_fingerprint,
 )
+from memory.selectors import unexpired
 from memory.signals import review_event
 
 
@@ -63,7 +64,8 @@ def _active_lessons(memory: Memory) -> list:
 @transaction.atomic
 def conflicts_detect(*, memory: Memory, lesson_ids: Iterable[int] | None = None) -> tuple[int, int]:
     """Compare `lesson_ids` (every active lesson when None) with their neighbours in the memory and
-    store what is new: conflicts not proposed before (by fingerprint, whatever their status) and
+    store what is new: conflicts not proposed before (by fingerprint, whatever their status) —
+    among them a temporary lesson whose condition one of the lessons says has happened — and
     expiry proposals for lessons that have none. Returns (conflicts, expiry proposals) created."""
     lessons = _active_lessons(memory)
     by_id = {lesson.id: lesson for lesson in lessons}
@@ -87,12 +89,13 @@ def conflicts_detect(*, memory: Memory, lesson_ids: Iterable[int] | None = None)
                 fingerprint=fingerprint,
             )
         )
+    new_lessons = [by_id[i] for i in (new_ids if new_ids is not None else by_id)]
+    conflicts += _conditions_met(memory=memory, lessons=new_lessons, known=known)
     LessonConflict.objects.bulk_create(conflicts)
     if conflicts and conflicts[0].pk is not None:
         _announce("review.waiting", conflicts)
 
-    candidates = [by_id[i] for i in (new_ids if new_ids is not None else by_id)]
-    candidates = [lesson for lesson in candidates if lesson.expires_on is None and not lesson.expires_when]
+    candidates = [lesson for lesson in new_lessons if lesson.expires_on is None and not lesson.expires_when]
     proposed = set(
         ExpiryProposal.objects.filter(lesson_id__in=[c.id for c in candidates]).values_list("lesson_id", flat=True)
     )
@@ -114,6 +117,38 @@ def conflicts_detect(*, memory: Memory, lesson_ids: Iterable[int] | None = None)
         services.memory_bump_version(memory)  # compiled memory now marks the older lines
     model.conflicts_model_request(memory=memory, lesson_ids=new_ids)  # with a model engine: its pass, after commit
     return len(conflicts), len(proposals)
+
+
+def _conditions_met(*, memory: Memory, lessons: list, known: set[str]) -> list[LessonConflict]:
+    """Conflicts (not saved) for the temporary lessons of `memory` whose condition (expires_when)
+    one of `lessons` says has happened: the later lesson supersedes, so keeping it retires the
+    temporary one. The temporary lessons still served are read in one query; `known` fingerprints
+    are skipped and the new ones added."""
+    temporary = [
+        SimpleNamespace(id=i, text=t, lesson_date=d, expires_when=ew)
+        for i, t, d, ew in Lesson.objects.filter(unexpired(), memory=memory, status=LessonStatus.ACTIVE)
+        .exclude(expires_when="")
+        .values_list("id", "text", "lesson_date", "expires_when")
+    ]
+    texts = {lesson.id: lesson.text for lesson in [*temporary, *lessons]}
+    conflicts = []
+    for found in expiry.conditions_met(lessons, temporary):
+        fingerprint = conflict_fingerprint(texts[found.older_id], texts[found.newer_id])
+        if fingerprint in known:
+            continue
+        known.add(fingerprint)
+        conflicts.append(
+            LessonConflict(
+                memory=memory,
+                older_id=found.older_id,
+                newer_id=found.newer_id,
+                relation=found.relation,
+                engine=detection.ENGINE,
+                evidence=found.evidence,
+                fingerprint=fingerprint,
+            )
+        )
+    return conflicts
 
 
 def _decide(

@@ -379,6 +379,8 @@ class LessonDraft:
     refs: Any = ()
     relevance: str = Relevance.MEDIUM
     vague: bool = False
+    expires_on: date | None = None
+    expires_when: str = ""
 
 
 def lessons_append_or_confirm(
@@ -399,6 +401,8 @@ def lessons_append_or_confirm(
     lesson. `reason` is text or a function of the position of the first new draft. A draft repeating
     an earlier one of the same call counts as that one, confirmed once. When lessons were added, the
     version is bumped once and `working_lessons_added` is sent (by `sender`) after the commit.
+    A confirmation leaves the confirmed lesson as it is, its expiry included (a draft's expiry
+    dates only the lesson it creates).
     Returns [(lesson, "created" | "confirmed")], one per draft.
     """
     batch = section = None
@@ -439,6 +443,8 @@ def lessons_append_or_confirm(
             section=section,
             interaction=interaction,
             vague=draft.vague,
+            expires_on=draft.expires_on,
+            expires_when=draft.expires_when,
             bump=False,
         )
         seen[digest] = lesson

@@ -169,8 +169,9 @@ class BudgetState:
 
 
 def budget_state(memory: Memory) -> BudgetState:
-    """BudgetState of one memory, cached per memory version (every mutation bumps it)."""
-    key = f"nw:dash:budget:{memory.pk}:{memory.version}"
+    """BudgetState of one memory, cached per memory version (every mutation bumps it) and day (an
+    expiring lesson leaves compiled memory on its day without a new version)."""
+    key = f"nw:dash:budget:{memory.pk}:{memory.version}:{timezone.localdate().isoformat()}"
     state = cache.get(key)
     if state is None:
         compiled = compile_memory(memory)

@@ -151,6 +151,7 @@ NOT_TEAM_SCOPED = {
     "api-v1:lessons_append": "agent token",
     "api-v1:lessons_list": "agent token",
     "api-v1:lesson_recall": "agent token",
+    "api-v1:lesson_expiry_set": "agent token",
     "api-v1:api-root": "API index, no data",
     # Single sign-on: pages of the sign-in itself (test_sso_pages_for_every_person below, tests/sso/).
     "login_local": "the break-glass password login (superusers only with LOCAL_LOGIN=off: tests/sso/test_recheck.py)",
@@ -397,6 +398,9 @@ def test_api_ignores_sessions(world, client):
         f"/api/v1/lessons/{own['lesson'].pk}",
     ):
         assert client.get(path).status_code == 401, path
+    expiry = f"/api/v1/lessons/{own['lesson'].pk}/expiry"
+    assert client.put(expiry, {"expires_on": "2027-01-01"}, content_type="application/json").status_code == 401
+    assert Lesson.objects.get(pk=own["lesson"].pk).expires_on is None
 
 
 def test_matrix_runs_on_the_configured_database():

@@ -68,7 +68,7 @@ class Command(BaseCommand):
         for name, value in scores.as_dict().items():
             if not expiry and name not in CONFLICT_MEASURES:
                 continue
-            self.stdout.write(f"  {name:<18} {value:.2f}" if isinstance(value, float) else f"  {name:<18} {value}")
+            self.stdout.write(f"  {name:<22} {value:.2f}" if isinstance(value, float) else f"  {name:<22} {value}")
         if show:
             for line in scores.wrong:
                 self.stdout.write(f"  wrong: {line}")
