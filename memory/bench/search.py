@@ -1,9 +1,8 @@
 """Benchmark: search over `bench.scaled(100_000)` lessons in 20 memories of 4 teams.
 
 Figures: p95 server time of the search page for a two-word query and for a ref path prefix (a site-
-wide viewer, so every memory is searched), its query count and HTML size; and what keeping the index
-costs an import: the same 20,000 lessons bulk-created with the index kept (triggers on SQLite, the
-generated column on PostgreSQL) and with it dropped, in a transaction rolled back afterwards.
+wide viewer, so every memory is searched), its query count and HTML size. What keeping the index
+costs an import is the `search-import` benchmark (memory/bench/search_import.py).
 """
 
 import random
@@ -16,7 +15,6 @@ from django.db import connection, transaction
 from memory.bench import benchmark
 
 LESSONS = 100_000
-IMPORT = 20_000
 REPEAT = 20
 TEAMS, PERSONAS, PROJECTS = 4, 4, 5
 
@@ -190,17 +188,7 @@ def _page(client, params):
     return p95, statistics.median(timings), len(queries.captured_queries), len(response.content)
 
 
-def _drop_index():
-    from memory.search import index
-
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no ALTER TABLE with deferred checks pending
-        for sql in index.SQLITE_DROP if connection.vendor == "sqlite" else index.PG_DROP:
-            cursor.execute(sql)
-
-
-@benchmark("search", "Search over 100,000 lessons: page time, queries, size; import cost of the index")
+@benchmark("search", "Search over 100,000 lessons: page time, queries, size")
 def bench_search(bench):
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
@@ -210,7 +198,7 @@ def bench_search(bench):
     from memory.roles import ensure_role_groups
 
     rng = random.Random(7)
-    n, n_import = bench.scaled(LESSONS, 200), bench.scaled(IMPORT, 100)
+    n = bench.scaled(LESSONS, 200)
     try:
         with transaction.atomic():
             memories = _world()
@@ -232,13 +220,6 @@ def bench_search(bench):
                 p95, median, queries, size = _page(client, params)
                 bench.figure(f"search page, {label}: p95", p95, unit="ms", target=500)
                 bench.note(f"{label}: median {median:.0f} ms, {queries} queries, {size / 1024:.0f} KiB")
-
-            with_index = _import(memories, n_import, rng, n)
-            _drop_index()
-            without_index = _import(memories, n_import, rng, n + n_import)
-            bench.figure(f"import of {n_import:,} lessons with the index kept", with_index, unit="s")
-            bench.figure(f"import of {n_import:,} lessons without the index", without_index, unit="s")
-            bench.figure("import time with the index ÷ without", with_index / without_index, unit="×", target=1.15)
             raise _Rollback
     except _Rollback:
         pass
