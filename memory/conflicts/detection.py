@@ -16,8 +16,10 @@ Direction: the lesson with the later date supersedes the other. On the same date
 says it changed something (“now”, “no longer”, “moved to”) is the newer; otherwise they contradict.
 """
 
+import heapq
+import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from memory.conflicts.lexicon import (
@@ -140,8 +142,11 @@ VALUE_LEADS = (
 MIN_SHARED = 2
 # … and at least this share (of the shorter lesson's significant words) for the softer rules.
 MIN_OVERLAP = 0.5
-# A word in more than this many lessons of the memory says nothing about the subject.
+# A word in more than this many lessons of the memory is too common to look for neighbours
+# through; it still counts among the words two lessons share once a rarer one brought them together.
 MAX_POSTINGS = 200
+# Each lesson is compared with at most this many neighbours: those sharing the rarest words.
+MAX_NEIGHBOURS = 50
 
 WORD = re.compile(r"[\w.+#/-]+", re.UNICODE)
 NUMBER = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*)(?:\s*(%|ms|s|sec|seconds|min|minutes|h|hours|mb|gb|kb|x))?\b", re.I)
@@ -159,13 +164,19 @@ def words(text):
 
 def significant(text):
     """The words that say what a lesson is about: no stopwords, no numbers, no change words."""
-    out = set()
+    return set(significant_words(text))
+
+
+def significant_words(text):
+    """{significant term: the word of the text it was made from}, the first such word."""
+    out = {}
     for w in words(text):
         if w in STOPWORDS or w in CHANGE_MARKERS or len(w) < 3 or w.replace(".", "").replace(",", "").isdigit():
             continue
-        out.add(w if w in ALTERNATIVES else _stem(w))
+        out.setdefault(w if w in ALTERNATIVES else _stem(w), w)
         if "/" in w:
-            out.add(w.rsplit("/", 1)[-1])  # a file moved to another folder keeps its name
+            name = w.rsplit("/", 1)[-1]  # a file moved to another folder keeps its name
+            out.setdefault(name, name)
     return out
 
 
@@ -318,10 +329,11 @@ def _rule_polarity(a, b, overlap):
     return ""
 
 
-def _subject(text):
+def _subject(text, terms=None):
     """The significant words of a lesson other than the values the rules compare, plus the numbers that
-    name something ("queue 2") rather than give a value."""
-    plain = {w for w in significant(text) if w not in ALTERNATIVES and "/" not in w and not any(c.isdigit() for c in w)}
+    name something ("queue 2") rather than give a value. `terms`: significant(text), when known."""
+    terms = significant(text) if terms is None else terms
+    plain = {w for w in terms if w not in ALTERNATIVES and "/" not in w and not any(c.isdigit() for c in w)}
     tokens = words(text)
     named = {
         f"{tokens[i - 1]} {tok}"
@@ -334,11 +346,14 @@ def _subject(text):
     return plain | named
 
 
+def _two_things(sa, sb):
+    return bool(sa - sb) and bool(sb - sa)
+
+
 def different_qualifiers(a, b):
     """Each lesson names something the other does not ("on the small box" / "on the large box",
     "for avatars" / "for attachments"): they speak of two things, so different values may both hold."""
-    sa, sb = _subject(a), _subject(b)
-    return bool(sa - sb) and bool(sb - sa)
+    return _two_things(_subject(a), _subject(b))
 
 
 def explicit_disagreement(a, b, overlap):
@@ -376,37 +391,112 @@ def direction(x, y):
     return older, newer, "contradicts"
 
 
-class Neighbours:
-    """The lessons of a memory sharing significant words with a lesson, through an inverted index."""
+def looked_through(terms, holding):
+    """The words a lesson looks for its neighbours through: its rarest first (`holding`: {word: lessons
+    of the memory holding it}), while those lessons add up to at most MAX_POSTINGS."""
+    read, budget = [], MAX_POSTINGS
+    for term in sorted(terms, key=lambda t: (holding[t], t)):
+        if holding[term] > budget:
+            break
+        budget -= holding[term]
+        read.append(term)
+    return read
 
-    def __init__(self, lessons):
+
+SIGNATURE_BITS = 1024
+
+
+def _signature(terms):
+    bits = 0
+    for term in terms:
+        bits |= 1 << (hash(term) % SIGNATURE_BITS)
+    return bits
+
+
+class Neighbours:
+    """The lessons of a memory sharing significant words with a lesson, through an inverted index.
+
+    `lessons` are the lessons loaded: every active lesson of the memory in a full pass, or the new
+    lessons and their candidate neighbours in an incremental one. Then `frequency` gives, for the
+    new lessons' words, how many lessons of the memory hold each (counted by the database, at most
+    MAX_POSTINGS + 1) and `total` the memory's size; otherwise both are counted here.
+    """
+
+    def __init__(self, lessons, *, frequency=None, total=None):
         self.lessons = {lesson.id: lesson for lesson in lessons}
         self.terms = {lesson.id: significant(lesson.text) for lesson in lessons}
         self.postings = defaultdict(list)
         for lesson_id, terms in self.terms.items():
             for term in terms:
                 self.postings[term].append(lesson_id)
+        self.frequency = frequency or {}
+        self.total = max(total or 0, len(self.lessons))
+        self._subjects = {}
+        # Each lesson's words as bits of one number (a word's bit: its hash modulo SIGNATURE_BITS):
+        # two lessons whose numbers share no bit share no word, found with one `&` instead of a set
+        # intersection, which is what most of the lessons a rare word reaches come to.
+        self.signatures = {lesson_id: _signature(terms) for lesson_id, terms in self.terms.items()}
+
+    def subject(self, lesson_id):
+        """_subject of the lesson, worked out once: most pairs part on it, each lesson in many pairs."""
+        found = self._subjects.get(lesson_id)
+        if found is None:
+            found = self._subjects[lesson_id] = _subject(self.lessons[lesson_id].text, self.terms[lesson_id])
+        return found
+
+    def holding(self, term):
+        """Lessons of the memory holding the word, up to MAX_POSTINGS + 1 (more says only "common")."""
+        return min(self.frequency.get(term) or len(self.postings.get(term, ())), MAX_POSTINGS + 1)
+
+    def weight(self, term):
+        """What sharing the word says about two lessons: its inverse document frequency."""
+        return math.log((1 + self.total) / self.holding(term))
 
     def of(self, lesson_id):
-        shared = defaultdict(int)
-        for term in self.terms.get(lesson_id, ()):
-            posting = self.postings[term]
-            if len(posting) > MAX_POSTINGS:
-                continue
-            for other in posting:
-                if other != lesson_id:
-                    shared[other] += 1
-        return {other: n for other, n in shared.items() if n >= MIN_SHARED}
+        """{neighbour: significant words shared}: the lessons sharing at least MIN_SHARED words with
+        this one, at least one of them among the words it looks through, and of those the
+        MAX_NEIGHBOURS whose shared words are rarest (by the sum of the words' weights).
+
+        A lesson looks through its rarest words first (the fewest lessons holding them), reading at
+        most MAX_POSTINGS lesson ids in all: a word in more lessons than that is never looked through,
+        and the work per lesson is bounded whatever the size of the memory."""
+        terms = self.terms.get(lesson_id)
+        if not terms:
+            return {}
+        holding = {t: self.holding(t) for t in terms}
+        read = looked_through(terms, holding)
+        reached = Counter()
+        for term in read:
+            reached.update(self.postings[term])
+        reached.pop(lesson_id, None)
+        unread = _signature(terms.difference(read))
+        own, signatures = self.terms, self.signatures
+        ranked = []
+        for other, n in reached.items():
+            if n < MIN_SHARED and not signatures[other] & unread:
+                continue  # no second word in common
+            shared = terms & own[other]
+            if len(shared) >= MIN_SHARED:
+                ranked.append((shared, other))
+        if not ranked:
+            return {}
+        total = 1 + self.total
+        weights = {t: math.log(total / n) for t, n in holding.items()}
+        best = heapq.nsmallest(
+            MAX_NEIGHBOURS, ((-sum(weights[t] for t in shared), other, len(shared)) for shared, other in ranked)
+        )
+        return {other: n for _, other, n in best}
 
     def overlap(self, a, b, shared):
         return shared / max(1, min(len(self.terms[a]), len(self.terms[b])))
 
 
-def detect(lessons, new_ids=None):
+def detect(lessons, new_ids=None, *, frequency=None, total=None):
     """[Finding] for the pairs of `lessons` with an explicit disagreement, each pair once.
 
-    new_ids: compare only these lessons with their neighbours (a new batch); None compares all."""
-    index = Neighbours(lessons)
+    new_ids: compare only these lessons with their neighbours (a new batch); None compares all.
+    frequency, total: see Neighbours (an incremental pass over a part of the memory)."""
+    index = Neighbours(lessons, frequency=frequency, total=total)
     ids = sorted(index.lessons) if new_ids is None else [i for i in new_ids if i in index.lessons]
     seen, found = set(), []
     for lesson_id in ids:
@@ -415,6 +505,8 @@ def detect(lessons, new_ids=None):
             if pair in seen:
                 continue
             seen.add(pair)
+            if _two_things(index.subject(pair[0]), index.subject(pair[1])):
+                continue  # explicit_disagreement's first test, on the subjects worked out once
             x, y = index.lessons[pair[0]], index.lessons[pair[1]]
             why = explicit_disagreement(x.text, y.text, index.overlap(x.id, y.id, shared))
             if why:

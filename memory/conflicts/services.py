@@ -5,7 +5,8 @@ older one, keeping the older deletes the newer (softly), each in one batch that 
 """
 
 from collections.abc import Iterable
-from types import SimpleNamespace
+from dataclasses import dataclass
+from datetime import date
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
@@ -13,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memory import services
-from memory.conflicts import detection, expiry
+from memory.conflicts import detection, expiry, neighbours
 from memory.models import (
     ChangeBatch,
     ExpiryProposal,
@@ -23,6 +24,7 @@ from memory.models import (
     Memory,
     conflict_fingerprint,
 )
+from memory.promotions.detection import cyclic_gc_paused
 from memory.signals import review_event
 
 
@@ -48,29 +50,85 @@ def _announce(event_type: str, conflicts: list[LessonConflict], *, decision: str
     )
 
 
-def _active_lessons(memory: Memory) -> list:
-    rows = Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE).values_list(
-        "id", "text", "lesson_date", "tier", "expires_on", "expires_when"
-    )
+@dataclass(slots=True)
+class ActiveLesson:
+    """What detection reads of a lesson (slots: a full pass over a large memory holds many)."""
+
+    id: int
+    text: str
+    lesson_date: date
+    tier: str
+    expires_on: date | None
+    expires_when: str
+
+
+def _active_lessons(memory: Memory, ids: Iterable[int] | None = None) -> list[ActiveLesson]:
+    """The memory's active lessons (those of `ids` when given), read in chunks, not all rows at once."""
+    lessons = Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE)
+    columns = ("id", "text", "lesson_date", "tier", "expires_on", "expires_when")
+    if ids is None:
+        return [ActiveLesson(*row) for row in lessons.values_list(*columns).iterator(chunk_size=5000)]
+    ids = sorted(set(ids))
     return [
-        SimpleNamespace(id=i, text=t, lesson_date=d, tier=tier, expires_on=eo, expires_when=ew)
-        for i, t, d, tier, eo, ew in rows
+        ActiveLesson(*row)
+        for start in range(0, len(ids), 5000)
+        for row in lessons.filter(pk__in=ids[start : start + 5000]).values_list(*columns)
     ]
+
+
+def _batch_neighbourhood(memory: Memory, lesson_ids: Iterable[int]) -> tuple[list[ActiveLesson], dict, int]:
+    """(lessons, frequency, total) for an incremental pass: the batch's active lessons and the
+    lessons detection may compare them with, found through the search index (neighbours.py), with
+    how many lessons of the memory hold each of the batch's words and how many the memory holds.
+    A few statements, whatever the size of the memory."""
+    batch = _active_lessons(memory, lesson_ids)
+    words: dict[str, str] = {}
+    for lesson in batch:
+        for term, word in detection.significant_words(lesson.text).items():
+            words.setdefault(term, word)
+    holding = neighbours.lessons_holding(memory.pk, words)
+    frequency = {term: len(ids) for term, ids in holding.items()}
+    wanted = set()
+    for lesson in batch:
+        terms = detection.significant(lesson.text)
+        counts = {t: frequency.get(t) or 1 for t in terms}
+        for term in detection.looked_through(terms, counts):
+            wanted.update(holding.get(term, ()))
+    wanted.difference_update(lesson.id for lesson in batch)
+    total = Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE).count()
+    return batch + _active_lessons(memory, wanted), frequency, total
 
 
 @transaction.atomic
 def conflicts_detect(*, memory: Memory, lesson_ids: Iterable[int] | None = None) -> tuple[int, int]:
     """Compare `lesson_ids` (every active lesson when None) with their neighbours in the memory and
     store what is new: conflicts not proposed before (by fingerprint, whatever their status) and
-    expiry proposals for lessons that have none. Returns (conflicts, expiry proposals) created."""
-    lessons = _active_lessons(memory)
-    by_id = {lesson.id: lesson for lesson in lessons}
-    new_ids = None if lesson_ids is None else [i for i in lesson_ids if i in by_id]
-    findings = detection.detect(lessons, new_ids)
-    known = set(LessonConflict.objects.filter(memory=memory).values_list("fingerprint", flat=True))
+    expiry proposals for lessons that have none. Returns (conflicts, expiry proposals) created.
+
+    With `lesson_ids`, only those lessons and their candidate neighbours are read (a batch costs what
+    its neighbours cost); without, every active lesson of the memory."""
+    with cyclic_gc_paused():
+        if lesson_ids is None:
+            lessons, frequency, total = _active_lessons(memory), None, None
+        else:
+            lessons, frequency, total = _batch_neighbourhood(memory, lesson_ids)
+        by_id = {lesson.id: lesson for lesson in lessons}
+        new_ids = None if lesson_ids is None else [i for i in lesson_ids if i in by_id]
+        findings = detection.detect(lessons, new_ids, frequency=frequency, total=total)
+    fingerprints = {
+        finding: conflict_fingerprint(by_id[finding.older_id].text, by_id[finding.newer_id].text)
+        for finding in findings
+    }
+    wanted = sorted(set(fingerprints.values()))
+    known = {
+        fingerprint
+        for start in range(0, len(wanted), 5000)
+        for fingerprint in LessonConflict.objects.filter(
+            memory=memory, fingerprint__in=wanted[start : start + 5000]
+        ).values_list("fingerprint", flat=True)
+    }
     conflicts = []
-    for finding in findings:
-        fingerprint = conflict_fingerprint(by_id[finding.older_id].text, by_id[finding.newer_id].text)
+    for finding, fingerprint in fingerprints.items():
         if fingerprint in known:
             continue
         known.add(fingerprint)
@@ -91,8 +149,11 @@ def conflicts_detect(*, memory: Memory, lesson_ids: Iterable[int] | None = None)
 
     candidates = [by_id[i] for i in (new_ids if new_ids is not None else by_id)]
     candidates = [lesson for lesson in candidates if lesson.expires_on is None and not lesson.expires_when]
+    named_end = expiry.detect_expiry(candidates)
     proposed = set(
-        ExpiryProposal.objects.filter(lesson_id__in=[c.id for c in candidates]).values_list("lesson_id", flat=True)
+        ExpiryProposal.objects.filter(lesson_id__in=[found.lesson_id for found in named_end]).values_list(
+            "lesson_id", flat=True
+        )
     )
     proposals = [
         ExpiryProposal(
@@ -103,7 +164,7 @@ def conflicts_detect(*, memory: Memory, lesson_ids: Iterable[int] | None = None)
             evidence=found.evidence,
             engine=detection.ENGINE,
         )
-        for found in expiry.detect_expiry(candidates)
+        for found in named_end
         if found.lesson_id not in proposed
     ]
     ExpiryProposal.objects.bulk_create(proposals)
