@@ -114,13 +114,13 @@ def generate(n, *, seed=_SEED, planted=None, batch=BATCH):
     vocab = _Vocabulary(rng, n)
     planted = n // 100 if planted is None else planted
     start = date(2025, 1, 1)
-    lessons = []
+    lessons: list[tuple[str, date, tuple[str, int] | None]] = []
     for k in range(planted):
         older, newer, _ = _planted(rng, vocab, k)
         first = rng.randrange(300)
         lessons.append((older, start + timedelta(days=first), ("old", k)))
         lessons.append((newer, start + timedelta(days=first + rng.randint(1, 60)), ("new", k)))
-    later = []
+    later: list[tuple[str, date, tuple[str, int] | None]] = []
     for k in range(planted, planted + batch // 4):
         older, newer, _ = _planted(rng, vocab, k)
         lessons.append((older, start + timedelta(days=rng.randrange(360)), ("old", k)))

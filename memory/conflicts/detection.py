@@ -21,6 +21,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from itertools import pairwise
 
 from memory.conflicts.lexicon import (
     ALTERNATIVES,
@@ -169,7 +170,7 @@ def significant(text):
 
 def significant_words(text):
     """{significant term: the word of the text it was made from}, the first such word."""
-    out = {}
+    out: dict[str, str] = {}
     for w in words(text):
         if w in STOPWORDS or w in CHANGE_MARKERS or len(w) < 3 or w.replace(".", "").replace(",", "").isdigit():
             continue
@@ -251,7 +252,7 @@ def _numbers(text):
 
 
 def _versions(text):
-    out = {}
+    out: dict[str, str] = {}
     for m in VERSIONED.finditer(text):
         name = m.group(1).lower()
         if name in STOPWORDS or name.isdigit():
@@ -403,7 +404,9 @@ def looked_through(terms, holding):
     return read
 
 
-SIGNATURE_BITS = 1024
+SIGNATURE_BITS = 512
+# Postings read by one numpy sweep of Neighbours.every (bounds its memory to some tens of MB).
+_SWEEP = 500_000
 
 
 def _signature(terms):
@@ -453,7 +456,7 @@ class Neighbours:
         return math.log((1 + self.total) / self.holding(term))
 
     def of(self, lesson_id):
-        """{neighbour: significant words shared}: the lessons sharing at least MIN_SHARED words with
+        """{neighbour ids}: the lessons sharing at least MIN_SHARED words with
         this one, at least one of them among the words it looks through, and of those the
         MAX_NEIGHBOURS whose shared words are rarest (by the sum of the words' weights).
 
@@ -465,27 +468,87 @@ class Neighbours:
             return {}
         holding = {t: self.holding(t) for t in terms}
         read = looked_through(terms, holding)
-        reached = Counter()
+        reached: Counter[int] = Counter()
         for term in read:
             reached.update(self.postings[term])
         reached.pop(lesson_id, None)
         unread = _signature(terms.difference(read))
-        own, signatures = self.terms, self.signatures
-        ranked = []
-        for other, n in reached.items():
-            if n < MIN_SHARED and not signatures[other] & unread:
-                continue  # no second word in common
-            shared = terms & own[other]
-            if len(shared) >= MIN_SHARED:
-                ranked.append((shared, other))
-        if not ranked:
-            return {}
+        signatures = self.signatures
+        # A lesson reached through one word is a neighbour only if it shares an unread word too.
+        return self._rank(lesson_id, {o: n for o, n in reached.items() if n >= MIN_SHARED or signatures[o] & unread})
+
+    def _rank(self, lesson_id, reached):
+        """of(lesson_id) among `reached` ({lesson: words read that it holds}): the lessons it reached
+        through the words it looks through (or more of those, never fewer: each is checked here)."""
+        terms, own = self.terms[lesson_id], self.terms
+        ranked = [o for o, n in reached.items() if n >= MIN_SHARED or len(terms & own[o]) >= MIN_SHARED]
+        if len(ranked) <= MAX_NEIGHBOURS:
+            return set(ranked)
         total = 1 + self.total
-        weights = {t: math.log(total / n) for t, n in holding.items()}
-        best = heapq.nsmallest(
-            MAX_NEIGHBOURS, ((-sum(weights[t] for t in shared), other, len(shared)) for shared, other in ranked)
+        weights = {t: math.log(total / self.holding(t)) for t in terms}
+        best = heapq.nsmallest(MAX_NEIGHBOURS, ((-sum(weights[t] for t in terms & own[o]), o) for o in ranked))
+        return {other for _, other in best}
+
+    def every(self):
+        """{lesson id: of(lesson id)} for every lesson, as `of` finds them, the lessons each reaches
+        worked out at once with numpy (a full pass: each word's lessons are read in one sweep)."""
+        import numpy as np
+
+        ids = list(self.terms)
+        n = len(ids)
+        sizes = [len(self.terms[i]) for i in ids]
+        if not sum(sizes):
+            return {i: {} for i in ids}
+        vocabulary = sorted(self.postings)  # numbered in their order: ties broken as looked_through does
+        number = {t: k for k, t in enumerate(vocabulary)}
+        holding = np.array([self.holding(t) for t in vocabulary], dtype=np.int64)
+        lessons = np.repeat(np.arange(n, dtype=np.int64), sizes)
+        words = np.fromiter((number[t] for i in ids for t in self.terms[i]), dtype=np.int64, count=len(lessons))
+        # Each lesson's words, rarest first; read while the lessons holding them add up to MAX_POSTINGS.
+        order = np.lexsort((words, holding[words], lessons))
+        by_lesson, their_words = lessons[order], words[order]
+        held = holding[their_words]
+        running = np.cumsum(held)
+        firsts = np.minimum(np.searchsorted(by_lesson, np.arange(n)), len(by_lesson) - 1)
+        read = running - (running - held)[firsts][by_lesson] <= MAX_POSTINGS
+        # Postings: the lessons of each word, in lesson order.
+        counts = np.bincount(words, minlength=len(vocabulary))
+        posted = lessons[np.argsort(words, kind="stable")]
+        starts = np.cumsum(counts) - counts
+        # Signatures (SIGNATURE_BITS bits, as 64-bit columns) of every lesson's words and of its unread words.
+        bits = (np.arange(len(vocabulary), dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(
+            64 - SIGNATURE_BITS.bit_length() + 1
         )
-        return {other: n for _, other, n in best}
+        columns = SIGNATURE_BITS // 64
+        signed = np.zeros((n, columns), dtype=np.uint64)
+        np.bitwise_or.at(signed, (lessons, bits[words] >> np.uint64(6)), np.uint64(1) << (bits[words] & np.uint64(63)))
+        unread = np.zeros((n, columns), dtype=np.uint64)
+        u_lessons, u_words = by_lesson[~read], their_words[~read]
+        np.bitwise_or.at(
+            unread, (u_lessons, bits[u_words] >> np.uint64(6)), np.uint64(1) << (bits[u_words] & np.uint64(63))
+        )
+        r_lessons, r_words = by_lesson[read], their_words[read]
+        r_counts = counts[r_words]
+        reached: dict[int, dict[int, int]] = {i: {} for i in ids}
+        sweeps = np.searchsorted(np.cumsum(r_counts), np.arange(0, int(r_counts.sum()), _SWEEP), side="right")
+        for lo, hi in pairwise(sorted({0, *sweeps.tolist(), len(r_lessons)})):
+            # Whole lessons only: a lesson's pairs are counted within one sweep.
+            lo = int(np.searchsorted(r_lessons, r_lessons[lo])) if lo < len(r_lessons) else lo
+            hi = int(np.searchsorted(r_lessons, r_lessons[hi])) if hi < len(r_lessons) else hi
+            if lo >= hi:
+                continue
+            x, w = r_lessons[lo:hi], r_words[lo:hi]
+            c = counts[w]
+            xs = np.repeat(x, c)
+            at = np.repeat(starts[w] - (np.cumsum(c) - c), c) + np.arange(int(c.sum()))
+            others = posted[at]
+            keep = others != xs
+            pairs, times = np.unique(xs[keep] * n + others[keep], return_counts=True)
+            px, po = pairs // n, pairs % n
+            hit = (times >= MIN_SHARED) | (signed[po] & unread[px]).any(axis=1)
+            for a, b, t in zip(px[hit].tolist(), po[hit].tolist(), times[hit].tolist()):
+                reached[ids[a]][ids[b]] = t
+        return {i: self._rank(i, found) for i, found in reached.items()}
 
     def overlap(self, a, b, shared):
         return shared / max(1, min(len(self.terms[a]), len(self.terms[b])))
@@ -497,10 +560,16 @@ def detect(lessons, new_ids=None, *, frequency=None, total=None):
     new_ids: compare only these lessons with their neighbours (a new batch); None compares all.
     frequency, total: see Neighbours (an incremental pass over a part of the memory)."""
     index = Neighbours(lessons, frequency=frequency, total=total)
-    ids = sorted(index.lessons) if new_ids is None else [i for i in new_ids if i in index.lessons]
+    if new_ids is None:
+        ids = sorted(index.lessons)
+        every = index.every()
+        neighbours = every.__getitem__
+    else:
+        ids = [i for i in new_ids if i in index.lessons]
+        neighbours = index.of
     seen, found = set(), []
     for lesson_id in ids:
-        for other, shared in sorted(index.of(lesson_id).items()):
+        for other in sorted(neighbours(lesson_id)):
             pair = (min(lesson_id, other), max(lesson_id, other))
             if pair in seen:
                 continue
@@ -508,6 +577,7 @@ def detect(lessons, new_ids=None, *, frequency=None, total=None):
             if _two_things(index.subject(pair[0]), index.subject(pair[1])):
                 continue  # explicit_disagreement's first test, on the subjects worked out once
             x, y = index.lessons[pair[0]], index.lessons[pair[1]]
+            shared = len(index.terms[x.id] & index.terms[y.id])
             why = explicit_disagreement(x.text, y.text, index.overlap(x.id, y.id, shared))
             if why:
                 older, newer, relation = direction(x, y)

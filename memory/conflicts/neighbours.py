@@ -47,7 +47,8 @@ def lessons_holding(memory_id: int, words: dict[str, str]) -> dict[str, list[int
     with connection.cursor() as cursor:
         for start in range(0, len(wanted), WORDS_PER_QUERY):
             chunk = wanted[start : start + WORDS_PER_QUERY]
-            parts, params = [], []
+            parts: list[str] = []
+            params: list[int | str] = []
             for i, (term, word) in enumerate(chunk):
                 if connection.vendor == "postgresql":
                     tsquery, value = _pg_query(term, word)

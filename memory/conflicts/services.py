@@ -88,7 +88,7 @@ def _batch_neighbourhood(memory: Memory, lesson_ids: Iterable[int]) -> tuple[lis
             words.setdefault(term, word)
     holding = neighbours.lessons_holding(memory.pk, words)
     frequency = {term: len(ids) for term, ids in holding.items()}
-    wanted = set()
+    wanted: set[int] = set()
     for lesson in batch:
         terms = detection.significant(lesson.text)
         counts = {t: frequency.get(t) or 1 for t in terms}

@@ -90,5 +90,15 @@ def test_the_neighbours_sharing_the_rarest_words_are_compared_first(monkeypatch)
         _lesson(30, "Worker build step."),
     ]
     neighbours = detection.Neighbours(lessons)
-    assert list(neighbours.of(1)) == [99]
+    assert neighbours.of(1) == {99}
     assert len(detection.detect(lessons)) == 1
+
+
+@pytest.mark.parametrize("limit", [5, 200])
+def test_a_full_pass_finds_each_lessons_neighbours_as_a_batch_would(monkeypatch, limit):
+    monkeypatch.setattr(detection, "MAX_POSTINGS", limit)
+    lessons, _ = generate(800, planted=8, batch=0)
+    index = detection.Neighbours([_lesson(i, text, day) for i, (text, day, _) in enumerate(lessons)])
+    every = index.every()
+    assert every == {i: index.of(i) for i in index.lessons}
+    assert sum(map(len, every.values())) > 50
