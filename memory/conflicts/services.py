@@ -107,6 +107,7 @@ def conflicts_detect(*, memory: Memory, lesson_ids: Iterable[int] | None = None)
 
     With `lesson_ids`, only those lessons and their candidate neighbours are read (a batch costs what
     its neighbours cost); without, every active lesson of the memory."""
+    lesson_ids = None if lesson_ids is None else list(lesson_ids)
     with cyclic_gc_paused():
         if lesson_ids is None:
             lessons, frequency, total = _active_lessons(memory), None, None
