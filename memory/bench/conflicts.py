@@ -309,6 +309,9 @@ def bench_conflicts(bench):
         unit="s",
         target=INCREMENTAL_CPU_TARGET,
     )
+    bench.figure(
+        f"incremental pass, {batch} new lessons into 1 of {MEMORIES_ACROSS} memories (wall)", step["wall"], unit="s"
+    )
     return {"full": {n: {k: v for k, v in f.items() if k != "stored"} for n, f in figures.items()}, "growth": growth}
 
 

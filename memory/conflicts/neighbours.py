@@ -52,11 +52,15 @@ def lessons_holding(memory_id: int, words: dict[str, str]) -> dict[str, list[int
             for i, (term, word) in enumerate(chunk):
                 if connection.vendor == "postgresql":
                     tsquery, value = _pg_query(term, word)
+                    # OFFSET 0 keeps the memory's condition out of the inner query: the GIN index
+                    # leads. Left to itself the planner walks the memory's index and tests every
+                    # lesson's vector, which reads the whole memory for a rare word.
                     parts.append(
-                        f"(SELECT {i}, id FROM memory_lesson WHERE memory_id = %s AND status = %s"
-                        f" AND search_vector @@ {tsquery} LIMIT {limit})"
+                        f"(SELECT {i}, id FROM (SELECT id, memory_id, status FROM memory_lesson"
+                        f" WHERE search_vector @@ {tsquery} OFFSET 0) AS found"
+                        f" WHERE memory_id = %s AND status = %s LIMIT {limit})"
                     )
-                    params += [memory_id, active, value]
+                    params += [value, memory_id, active]
                 else:
                     # CROSS JOIN: the index leads, the lesson row is looked up by id.
                     parts.append(
