@@ -2,8 +2,9 @@
 
 Pure functions over light lessons (anything with id, text, lesson_date, tier): the product and the
 evaluation run the same code. Precision comes first: two lessons are compared only when they share
-enough significant words (found through an inverted index, so a batch costs what its neighbours
-cost, not the whole memory), and a conflict is flagged only when one of the rules below sees the two
+enough significant words, one of them among the rarest words of one of the two (Neighbours; after
+a batch, the service reads only the batch's candidates, so a batch costs what its neighbours cost,
+not the whole memory), and a conflict is flagged only when one of the rules below sees the two
 lessons give different values to the same thing:
 
 - alternatives: both name a different member of one family of tools (npm / pnpm / yarn …);
@@ -435,10 +436,16 @@ class Neighbours:
         self.frequency = frequency or {}
         self.total = max(total or 0, len(self.lessons))
         self._subjects = {}
-        # Each lesson's words as bits of one number (a word's bit: its hash modulo SIGNATURE_BITS):
-        # two lessons whose numbers share no bit share no word, found with one `&` instead of a set
-        # intersection, which is what most of the lessons a rare word reaches come to.
-        self.signatures = {lesson_id: _signature(terms) for lesson_id, terms in self.terms.items()}
+        self._signatures = None
+
+    @property
+    def signatures(self):
+        """Each lesson's words as bits of one number (a word's bit: its hash modulo SIGNATURE_BITS):
+        two lessons whose numbers share no bit share no word, found with one `&` instead of a set
+        intersection, which is what most of the lessons a rare word reaches come to."""
+        if self._signatures is None:
+            self._signatures = {lesson_id: _signature(terms) for lesson_id, terms in self.terms.items()}
+        return self._signatures
 
     def subject(self, lesson_id):
         """_subject of the lesson, worked out once: most pairs part on it, each lesson in many pairs."""
