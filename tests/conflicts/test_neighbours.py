@@ -102,3 +102,14 @@ def test_a_full_pass_finds_each_lessons_neighbours_as_a_batch_would(monkeypatch,
     every = index.every()
     assert every == {i: index.of(i) for i in index.lessons}
     assert sum(map(len, every.values())) > 50
+
+
+def test_the_lookup_leaves_postgresqls_jit_setting_as_it_was(memory):
+    if connection.vendor != "postgresql":
+        pytest.skip("a PostgreSQL setting")
+    make_lesson(memory, "Rotate the signing keys every 30 days.")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('jit', 'on', false)")
+        assert len(lessons_holding(memory.pk, {"signing": "signing"})["signing"]) == 1
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone() == ("on",)
