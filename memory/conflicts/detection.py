@@ -2,8 +2,9 @@
 
 Pure functions over light lessons (anything with id, text, lesson_date, tier): the product and the
 evaluation run the same code. Precision comes first: two lessons are compared only when they share
-enough significant words (found through an inverted index, so a batch costs what its neighbours
-cost, not the whole memory), and a conflict is flagged only when one of the rules below sees the two
+enough significant words, one of them among the rarest words of one of the two (Neighbours; after
+a batch, the service reads only the batch's candidates, so a batch costs what its neighbours cost,
+not the whole memory), and a conflict is flagged only when one of the rules below sees the two
 lessons give different values to the same thing:
 
 - alternatives: both name a different member of one family of tools (npm / pnpm / yarn …);
@@ -16,9 +17,12 @@ Direction: the lesson with the later date supersedes the other. On the same date
 says it changed something (“now”, “no longer”, “moved to”) is the newer; otherwise they contradict.
 """
 
+import heapq
+import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
+from itertools import pairwise
 
 from memory.conflicts.lexicon import (
     ALTERNATIVES,
@@ -140,8 +144,11 @@ VALUE_LEADS = (
 MIN_SHARED = 2
 # … and at least this share (of the shorter lesson's significant words) for the softer rules.
 MIN_OVERLAP = 0.5
-# A word in more than this many lessons of the memory says nothing about the subject.
+# A word in more than this many lessons of the memory is too common to look for neighbours
+# through; it still counts among the words two lessons share once a rarer one brought them together.
 MAX_POSTINGS = 200
+# Each lesson is compared with at most this many neighbours: those sharing the rarest words.
+MAX_NEIGHBOURS = 50
 
 WORD = re.compile(r"[\w.+#/-]+", re.UNICODE)
 NUMBER = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*)(?:\s*(%|ms|s|sec|seconds|min|minutes|h|hours|mb|gb|kb|x))?\b", re.I)
@@ -159,13 +166,19 @@ def words(text):
 
 def significant(text):
     """The words that say what a lesson is about: no stopwords, no numbers, no change words."""
-    out = set()
+    return set(significant_words(text))
+
+
+def significant_words(text):
+    """{significant term: the word of the text it was made from}, the first such word."""
+    out: dict[str, str] = {}
     for w in words(text):
         if w in STOPWORDS or w in CHANGE_MARKERS or len(w) < 3 or w.replace(".", "").replace(",", "").isdigit():
             continue
-        out.add(w if w in ALTERNATIVES else _stem(w))
+        out.setdefault(w if w in ALTERNATIVES else _stem(w), w)
         if "/" in w:
-            out.add(w.rsplit("/", 1)[-1])  # a file moved to another folder keeps its name
+            name = w.rsplit("/", 1)[-1]  # a file moved to another folder keeps its name
+            out.setdefault(name, name)
     return out
 
 
@@ -240,7 +253,7 @@ def _numbers(text):
 
 
 def _versions(text):
-    out = {}
+    out: dict[str, str] = {}
     for m in VERSIONED.finditer(text):
         name = m.group(1).lower()
         if name in STOPWORDS or name.isdigit():
@@ -318,10 +331,11 @@ def _rule_polarity(a, b, overlap):
     return ""
 
 
-def _subject(text):
+def _subject(text, terms=None):
     """The significant words of a lesson other than the values the rules compare, plus the numbers that
-    name something ("queue 2") rather than give a value."""
-    plain = {w for w in significant(text) if w not in ALTERNATIVES and "/" not in w and not any(c.isdigit() for c in w)}
+    name something ("queue 2") rather than give a value. `terms`: significant(text), when known."""
+    terms = significant(text) if terms is None else terms
+    plain = {w for w in terms if w not in ALTERNATIVES and "/" not in w and not any(c.isdigit() for c in w)}
     tokens = words(text)
     named = {
         f"{tokens[i - 1]} {tok}"
@@ -334,11 +348,14 @@ def _subject(text):
     return plain | named
 
 
+def _two_things(sa, sb):
+    return bool(sa - sb) and bool(sb - sa)
+
+
 def different_qualifiers(a, b):
     """Each lesson names something the other does not ("on the small box" / "on the large box",
     "for avatars" / "for attachments"): they speak of two things, so different values may both hold."""
-    sa, sb = _subject(a), _subject(b)
-    return bool(sa - sb) and bool(sb - sa)
+    return _two_things(_subject(a), _subject(b))
 
 
 def explicit_disagreement(a, b, overlap):
@@ -376,46 +393,198 @@ def direction(x, y):
     return older, newer, "contradicts"
 
 
-class Neighbours:
-    """The lessons of a memory sharing significant words with a lesson, through an inverted index."""
+def looked_through(terms, holding):
+    """The words a lesson looks for its neighbours through: its rarest first (`holding`: {word: lessons
+    of the memory holding it}), while those lessons add up to at most MAX_POSTINGS."""
+    read, budget = [], MAX_POSTINGS
+    for term in sorted(terms, key=lambda t: (holding[t], t)):
+        if holding[term] > budget:
+            break
+        budget -= holding[term]
+        read.append(term)
+    return read
 
-    def __init__(self, lessons):
+
+SIGNATURE_BITS = 512
+# Postings read by one numpy sweep of Neighbours.every (bounds its memory to some tens of MB).
+_SWEEP = 500_000
+
+
+def _signature(terms):
+    bits = 0
+    for term in terms:
+        bits |= 1 << (hash(term) % SIGNATURE_BITS)
+    return bits
+
+
+class Neighbours:
+    """The lessons of a memory sharing significant words with a lesson, through an inverted index.
+
+    `lessons` are the lessons loaded: every active lesson of the memory in a full pass, or the new
+    lessons and their candidate neighbours in an incremental one. Then `frequency` gives, for the
+    new lessons' words, how many lessons of the memory hold each (counted by the database, at most
+    MAX_POSTINGS + 1) and `total` the memory's size; otherwise both are counted here.
+    """
+
+    def __init__(self, lessons, *, frequency=None, total=None):
         self.lessons = {lesson.id: lesson for lesson in lessons}
         self.terms = {lesson.id: significant(lesson.text) for lesson in lessons}
         self.postings = defaultdict(list)
         for lesson_id, terms in self.terms.items():
             for term in terms:
                 self.postings[term].append(lesson_id)
+        self.frequency = frequency or {}
+        self.total = max(total or 0, len(self.lessons))
+        self._subjects = {}
+        self._signatures = None
+
+    @property
+    def signatures(self):
+        """Each lesson's words as bits of one number (a word's bit: its hash modulo SIGNATURE_BITS):
+        two lessons whose numbers share no bit share no word, found with one `&` instead of a set
+        intersection, which is what most of the lessons a rare word reaches come to."""
+        if self._signatures is None:
+            self._signatures = {lesson_id: _signature(terms) for lesson_id, terms in self.terms.items()}
+        return self._signatures
+
+    def subject(self, lesson_id):
+        """_subject of the lesson, worked out once: most pairs part on it, each lesson in many pairs."""
+        found = self._subjects.get(lesson_id)
+        if found is None:
+            found = self._subjects[lesson_id] = _subject(self.lessons[lesson_id].text, self.terms[lesson_id])
+        return found
+
+    def holding(self, term):
+        """Lessons of the memory holding the word, up to MAX_POSTINGS + 1 (more says only "common")."""
+        return min(self.frequency.get(term) or len(self.postings.get(term, ())), MAX_POSTINGS + 1)
+
+    def weight(self, term):
+        """What sharing the word says about two lessons: its inverse document frequency."""
+        return math.log((1 + self.total) / self.holding(term))
 
     def of(self, lesson_id):
-        shared = defaultdict(int)
-        for term in self.terms.get(lesson_id, ()):
-            posting = self.postings[term]
-            if len(posting) > MAX_POSTINGS:
+        """{neighbour ids}: the lessons sharing at least MIN_SHARED words with
+        this one, at least one of them among the words it looks through, and of those the
+        MAX_NEIGHBOURS whose shared words are rarest (by the sum of the words' weights).
+
+        A lesson looks through its rarest words first (the fewest lessons holding them), reading at
+        most MAX_POSTINGS lesson ids in all: a word in more lessons than that is never looked through,
+        and the work per lesson is bounded whatever the size of the memory."""
+        terms = self.terms.get(lesson_id)
+        if not terms:
+            return {}
+        holding = {t: self.holding(t) for t in terms}
+        read = looked_through(terms, holding)
+        reached: Counter[int] = Counter()
+        for term in read:
+            reached.update(self.postings[term])
+        reached.pop(lesson_id, None)
+        unread = _signature(terms.difference(read))
+        signatures = self.signatures
+        # A lesson reached through one word is a neighbour only if it shares an unread word too.
+        return self._rank(lesson_id, {o: n for o, n in reached.items() if n >= MIN_SHARED or signatures[o] & unread})
+
+    def _rank(self, lesson_id, reached):
+        """of(lesson_id) among `reached` ({lesson: words read that it holds}): the lessons it reached
+        through the words it looks through (or more of those, never fewer: each is checked here)."""
+        terms, own = self.terms[lesson_id], self.terms
+        ranked = [o for o, n in reached.items() if n >= MIN_SHARED or len(terms & own[o]) >= MIN_SHARED]
+        if len(ranked) <= MAX_NEIGHBOURS:
+            return set(ranked)
+        total = 1 + self.total
+        weights = {t: math.log(total / self.holding(t)) for t in terms}
+        best = heapq.nsmallest(MAX_NEIGHBOURS, ((-sum(weights[t] for t in terms & own[o]), o) for o in ranked))
+        return {other for _, other in best}
+
+    def every(self):
+        """{lesson id: of(lesson id)} for every lesson, as `of` finds them, the lessons each reaches
+        worked out at once with numpy (a full pass: each word's lessons are read in one sweep)."""
+        import numpy as np
+
+        ids = list(self.terms)
+        n = len(ids)
+        sizes = [len(self.terms[i]) for i in ids]
+        if not sum(sizes):
+            return {i: {} for i in ids}
+        vocabulary = sorted(self.postings)  # numbered in their order: ties broken as looked_through does
+        number = {t: k for k, t in enumerate(vocabulary)}
+        holding = np.array([self.holding(t) for t in vocabulary], dtype=np.int64)
+        lessons = np.repeat(np.arange(n, dtype=np.int64), sizes)
+        words = np.fromiter((number[t] for i in ids for t in self.terms[i]), dtype=np.int64, count=len(lessons))
+        # Each lesson's words, rarest first; read while the lessons holding them add up to MAX_POSTINGS.
+        order = np.lexsort((words, holding[words], lessons))
+        by_lesson, their_words = lessons[order], words[order]
+        held = holding[their_words]
+        running = np.cumsum(held)
+        firsts = np.minimum(np.searchsorted(by_lesson, np.arange(n)), len(by_lesson) - 1)
+        read = running - (running - held)[firsts][by_lesson] <= MAX_POSTINGS
+        # Postings: the lessons of each word, in lesson order.
+        counts = np.bincount(words, minlength=len(vocabulary))
+        posted = lessons[np.argsort(words, kind="stable")]
+        starts = np.cumsum(counts) - counts
+        # Signatures (SIGNATURE_BITS bits, as 64-bit columns) of every lesson's words and of its unread words.
+        bits = (np.arange(len(vocabulary), dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(
+            64 - SIGNATURE_BITS.bit_length() + 1
+        )
+        columns = SIGNATURE_BITS // 64
+        signed = np.zeros((n, columns), dtype=np.uint64)
+        np.bitwise_or.at(signed, (lessons, bits[words] >> np.uint64(6)), np.uint64(1) << (bits[words] & np.uint64(63)))
+        unread = np.zeros((n, columns), dtype=np.uint64)
+        u_lessons, u_words = by_lesson[~read], their_words[~read]
+        np.bitwise_or.at(
+            unread, (u_lessons, bits[u_words] >> np.uint64(6)), np.uint64(1) << (bits[u_words] & np.uint64(63))
+        )
+        r_lessons, r_words = by_lesson[read], their_words[read]
+        r_counts = counts[r_words]
+        reached: dict[int, dict[int, int]] = {i: {} for i in ids}
+        sweeps = np.searchsorted(np.cumsum(r_counts), np.arange(0, int(r_counts.sum()), _SWEEP), side="right")
+        for lo, hi in pairwise(sorted({0, *sweeps.tolist(), len(r_lessons)})):
+            # Whole lessons only: a lesson's pairs are counted within one sweep.
+            lo = int(np.searchsorted(r_lessons, r_lessons[lo])) if lo < len(r_lessons) else lo
+            hi = int(np.searchsorted(r_lessons, r_lessons[hi])) if hi < len(r_lessons) else hi
+            if lo >= hi:
                 continue
-            for other in posting:
-                if other != lesson_id:
-                    shared[other] += 1
-        return {other: n for other, n in shared.items() if n >= MIN_SHARED}
+            x, w = r_lessons[lo:hi], r_words[lo:hi]
+            c = counts[w]
+            xs = np.repeat(x, c)
+            at = np.repeat(starts[w] - (np.cumsum(c) - c), c) + np.arange(int(c.sum()))
+            others = posted[at]
+            keep = others != xs
+            pairs, times = np.unique(xs[keep] * n + others[keep], return_counts=True)
+            px, po = pairs // n, pairs % n
+            hit = (times >= MIN_SHARED) | (signed[po] & unread[px]).any(axis=1)
+            for a, b, t in zip(px[hit].tolist(), po[hit].tolist(), times[hit].tolist()):
+                reached[ids[a]][ids[b]] = t
+        return {i: self._rank(i, found) for i, found in reached.items()}
 
     def overlap(self, a, b, shared):
         return shared / max(1, min(len(self.terms[a]), len(self.terms[b])))
 
 
-def detect(lessons, new_ids=None):
+def detect(lessons, new_ids=None, *, frequency=None, total=None):
     """[Finding] for the pairs of `lessons` with an explicit disagreement, each pair once.
 
-    new_ids: compare only these lessons with their neighbours (a new batch); None compares all."""
-    index = Neighbours(lessons)
-    ids = sorted(index.lessons) if new_ids is None else [i for i in new_ids if i in index.lessons]
+    new_ids: compare only these lessons with their neighbours (a new batch); None compares all.
+    frequency, total: see Neighbours (an incremental pass over a part of the memory)."""
+    index = Neighbours(lessons, frequency=frequency, total=total)
+    if new_ids is None:
+        ids = sorted(index.lessons)
+        every = index.every()
+        neighbours = every.__getitem__
+    else:
+        ids = [i for i in new_ids if i in index.lessons]
+        neighbours = index.of
     seen, found = set(), []
     for lesson_id in ids:
-        for other, shared in sorted(index.of(lesson_id).items()):
+        for other in sorted(neighbours(lesson_id)):
             pair = (min(lesson_id, other), max(lesson_id, other))
             if pair in seen:
                 continue
             seen.add(pair)
+            if _two_things(index.subject(pair[0]), index.subject(pair[1])):
+                continue  # explicit_disagreement's first test, on the subjects worked out once
             x, y = index.lessons[pair[0]], index.lessons[pair[1]]
+            shared = len(index.terms[x.id] & index.terms[y.id])
             why = explicit_disagreement(x.text, y.text, index.overlap(x.id, y.id, shared))
             if why:
                 older, newer, relation = direction(x, y)

@@ -108,7 +108,10 @@ CHANGE_MARKERS = frozenset(
         "bajado",
     ]
 )
-STOPWORDS = frozenset(
+# English words that say nothing about what a text is about. Conflict detection drops them and the
+# German and Spanish ones below; the offline pipeline (memory/pipeline/offline.py) drops them and the
+# words of a conversation with an agent.
+ENGLISH_STOPWORDS = frozenset(
     [
         "a",
         "an",
@@ -233,6 +236,10 @@ STOPWORDS = frozenset(
         "about",
         "again",
         "once",
+    ]
+)
+STOPWORDS = ENGLISH_STOPWORDS | frozenset(
+    [
         "der",
         "die",
         "das",

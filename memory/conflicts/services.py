@@ -6,6 +6,8 @@ each decision is one batch that revert undoes.
 """
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import date
 from types import SimpleNamespace
 
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -14,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memory import services
-from memory.conflicts import detection, expiry, model
+from memory.conflicts import detection, expiry, model, neighbours
 from memory.conflicts.expiries import expiry_proposals_announce
 from memory.models import (
     ChangeBatch,
@@ -25,6 +27,7 @@ from memory.models import (
     Memory,
     conflict_fingerprint,
 )
+from memory.promotions.detection import cyclic_gc_paused
 from memory.selectors import unexpired
 from memory.signals import review_event
 
@@ -51,14 +54,53 @@ def _announce(event_type: str, conflicts: list[LessonConflict], *, decision: str
     )
 
 
-def _active_lessons(memory: Memory) -> list:
-    rows = Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE).values_list(
-        "id", "text", "lesson_date", "tier", "expires_on", "expires_when"
-    )
+@dataclass(slots=True)
+class ActiveLesson:
+    """What detection reads of a lesson (slots: a full pass over a large memory holds many)."""
+
+    id: int
+    text: str
+    lesson_date: date
+    tier: str
+    expires_on: date | None
+    expires_when: str
+
+
+def _active_lessons(memory: Memory, ids: Iterable[int] | None = None) -> list[ActiveLesson]:
+    """The memory's active lessons (those of `ids` when given), read in chunks, not all rows at once."""
+    lessons = Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE)
+    columns = ("id", "text", "lesson_date", "tier", "expires_on", "expires_when")
+    if ids is None:
+        return [ActiveLesson(*row) for row in lessons.values_list(*columns).iterator(chunk_size=5000)]
+    ids = sorted(set(ids))
     return [
-        SimpleNamespace(id=i, text=t, lesson_date=d, tier=tier, expires_on=eo, expires_when=ew)
-        for i, t, d, tier, eo, ew in rows
+        ActiveLesson(*row)
+        for start in range(0, len(ids), 5000)
+        for row in lessons.filter(pk__in=ids[start : start + 5000]).values_list(*columns)
     ]
+
+
+def _batch_neighbourhood(memory: Memory, lesson_ids: Iterable[int]) -> tuple[list[ActiveLesson], dict, int]:
+    """(lessons, frequency, total) for an incremental pass: the batch's active lessons and the
+    lessons detection may compare them with, found through the search index (neighbours.py), with
+    how many lessons of the memory hold each of the batch's words and how many the memory holds.
+    A few statements, whatever the size of the memory."""
+    batch = _active_lessons(memory, lesson_ids)
+    words: dict[str, str] = {}
+    for lesson in batch:
+        for term, word in detection.significant_words(lesson.text).items():
+            words.setdefault(term, word)
+    holding = neighbours.lessons_holding(memory.pk, words)
+    frequency = {term: len(ids) for term, ids in holding.items()}
+    wanted: set[int] = set()
+    for lesson in batch:
+        terms = detection.significant(lesson.text)
+        counts = {t: frequency.get(t) or 1 for t in terms}
+        for term in detection.looked_through(terms, counts):
+            wanted.update(holding.get(term, ()))
+    wanted.difference_update(lesson.id for lesson in batch)
+    total = Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE).count()
+    return batch + _active_lessons(memory, wanted), frequency, total
 
 
 @transaction.atomic
@@ -66,15 +108,33 @@ def conflicts_detect(*, memory: Memory, lesson_ids: Iterable[int] | None = None)
     """Compare `lesson_ids` (every active lesson when None) with their neighbours in the memory and
     store what is new: conflicts not proposed before (by fingerprint, whatever their status) —
     among them a temporary lesson whose condition one of the lessons says has happened — and
-    expiry proposals for lessons that have none. Returns (conflicts, expiry proposals) created."""
-    lessons = _active_lessons(memory)
-    by_id = {lesson.id: lesson for lesson in lessons}
-    new_ids = None if lesson_ids is None else [i for i in lesson_ids if i in by_id]
-    findings = detection.detect(lessons, new_ids)
-    known = set(LessonConflict.objects.filter(memory=memory).values_list("fingerprint", flat=True))
+    expiry proposals for lessons that have none. Returns (conflicts, expiry proposals) created.
+
+    With `lesson_ids`, only those lessons and their candidate neighbours are read (a batch costs what
+    its neighbours cost); without, every active lesson of the memory."""
+    lesson_ids = None if lesson_ids is None else list(lesson_ids)
+    with cyclic_gc_paused():
+        if lesson_ids is None:
+            lessons, frequency, total = _active_lessons(memory), None, None
+        else:
+            lessons, frequency, total = _batch_neighbourhood(memory, lesson_ids)
+        by_id = {lesson.id: lesson for lesson in lessons}
+        new_ids = None if lesson_ids is None else [i for i in lesson_ids if i in by_id]
+        findings = detection.detect(lessons, new_ids, frequency=frequency, total=total)
+    fingerprints = {
+        finding: conflict_fingerprint(by_id[finding.older_id].text, by_id[finding.newer_id].text)
+        for finding in findings
+    }
+    wanted = sorted(set(fingerprints.values()))
+    known = {
+        fingerprint
+        for start in range(0, len(wanted), 5000)
+        for fingerprint in LessonConflict.objects.filter(
+            memory=memory, fingerprint__in=wanted[start : start + 5000]
+        ).values_list("fingerprint", flat=True)
+    }
     conflicts = []
-    for finding in findings:
-        fingerprint = conflict_fingerprint(by_id[finding.older_id].text, by_id[finding.newer_id].text)
+    for finding, fingerprint in fingerprints.items():
         if fingerprint in known:
             continue
         known.add(fingerprint)
@@ -96,8 +156,11 @@ def conflicts_detect(*, memory: Memory, lesson_ids: Iterable[int] | None = None)
         _announce("review.waiting", conflicts)
 
     candidates = [lesson for lesson in new_lessons if lesson.expires_on is None and not lesson.expires_when]
+    named_end = expiry.detect_expiry(candidates)
     proposed = set(
-        ExpiryProposal.objects.filter(lesson_id__in=[c.id for c in candidates]).values_list("lesson_id", flat=True)
+        ExpiryProposal.objects.filter(lesson_id__in=[found.lesson_id for found in named_end]).values_list(
+            "lesson_id", flat=True
+        )
     )
     proposals = [
         ExpiryProposal(
@@ -108,7 +171,7 @@ def conflicts_detect(*, memory: Memory, lesson_ids: Iterable[int] | None = None)
             evidence=found.evidence,
             engine=detection.ENGINE,
         )
-        for found in expiry.detect_expiry(candidates)
+        for found in named_end
         if found.lesson_id not in proposed
     ]
     ExpiryProposal.objects.bulk_create(proposals)
@@ -131,9 +194,18 @@ def _conditions_met(*, memory: Memory, lessons: list, known: set[str]) -> list[L
         .values_list("id", "text", "lesson_date", "expires_when")
     ]
     texts = {lesson.id: lesson.text for lesson in [*temporary, *lessons]}
+    met = {
+        found: conflict_fingerprint(texts[found.older_id], texts[found.newer_id])
+        for found in expiry.conditions_met(lessons, temporary)
+    }
+    if met:
+        known |= set(
+            LessonConflict.objects.filter(memory=memory, fingerprint__in=set(met.values())).values_list(
+                "fingerprint", flat=True
+            )
+        )
     conflicts = []
-    for found in expiry.conditions_met(lessons, temporary):
-        fingerprint = conflict_fingerprint(texts[found.older_id], texts[found.newer_id])
+    for found, fingerprint in met.items():
         if fingerprint in known:
             continue
         known.add(fingerprint)

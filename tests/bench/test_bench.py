@@ -138,3 +138,21 @@ def test_search_import_benchmark_compares_imports_with_and_without_the_index(reg
             assert not Lesson.objects.exists()
             cursor.execute("SELECT count(*) FROM pg_indexes WHERE indexname = 'lesson_search_gin'")
             assert cursor.fetchone()[0] == 1
+
+
+def test_conflicts_benchmark_reports_both_sizes_the_growth_and_the_batch(registry):
+    out = _run("--only", "conflicts", "--scale", "0.02")
+    for label in (
+        "full pass, 200 lessons in one memory",
+        "full pass, 2,000 lessons in one memory",
+        "full pass growth (CPU), 200 → 2,000 lessons",
+        "incremental pass, 8 new lessons into 2,000 (CPU)",
+        "promotion detection, 2,008 lessons",
+        "conflicts full pass ÷ promotion detection (CPU)",
+        "full pass, 2,000 lessons over 10 memories",
+        "incremental pass, 8 new lessons into 1 of 10 memories (CPU)",
+    ):
+        assert label in out
+    assert "20 of 20 planted conflicts found" in out
+    assert "2 of 2 planted conflicts with the batch found" in out
+    assert "(target ≤ 1 s: ok)" in out
