@@ -107,9 +107,20 @@ def test_the_temporary_lessons_are_read_in_one_query(memory, temporary, django_a
     for i in range(5):
         make_lesson(memory, f"Hold release {i} until PAY-{i} is merged.", expires_when=f"PAY-{i} is merged")
     later = [make_lesson(memory, f"PAY-{i} was merged.", day=date(2026, 3, 1)) for i in range(3)]
-    with django_assert_num_queries(1):
+    # One read of the temporary lessons, one of the pairs already proposed among those found.
+    with django_assert_num_queries(2):
         found = _conditions_met(memory=memory, lessons=later, known=set())
     assert len(found) == 3
+    with django_assert_num_queries(1):
+        assert _conditions_met(memory=memory, lessons=[temporary], known=set()) == []
+
+
+def test_a_condition_met_is_proposed_once_even_when_a_later_batch_reports_it_again(memory, temporary):
+    make_lesson(memory, "The 2.3 rollout reached 100 % today.", day=date(2026, 3, 1))
+    conflicts_detect(memory=memory)
+    again = make_lesson(memory, "The 2.3 rollout reached 100 % today.", day=date(2026, 3, 1))
+    conflicts_detect(memory=memory, lesson_ids=[again.pk])
+    assert LessonConflict.objects.filter(older=temporary).count() == 1
 
 
 @pytest.mark.parametrize(

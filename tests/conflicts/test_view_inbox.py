@@ -10,7 +10,7 @@ from memory.conflicts import CONFLICT_MARK
 from memory.conflicts.selectors import INBOX_ROWS
 from memory.review_queue import counts_by_source
 from tests.conflicts.conftest import make_conflict
-from tests.factories import make_lesson
+from tests.factories import MemoryFactory, make_lesson
 
 pytestmark = pytest.mark.django_db
 URL = reverse("conflicts:inbox")
@@ -60,7 +60,10 @@ def test_another_teams_conflicts_are_not_listed(team_memory, team_member, client
 
 
 def test_a_long_list_is_paged_with_its_count(memory, viewer, client_for):
-    conflicts = [make_conflict(memory, n) for n in range(INBOX_ROWS + 3)]
+    # Spread over memories: within one, a lesson is compared with its 50 closest neighbours only,
+    # and these lessons differ by a number alone (README, "How detection scales").
+    memories = [memory, *(MemoryFactory(project=memory.project) for _ in range(2))]
+    conflicts = [make_conflict(memories[n % 3], n) for n in range(INBOX_ROWS + 3)]
     client = client_for(viewer)
     first = client.get(URL).content.decode()
     assert f"{INBOX_ROWS + 3} conflicts</span>, newest first · page 1 of 2" in first
