@@ -169,8 +169,11 @@ if _database_url:
     if "postgresql" in _db.get("ENGINE", ""):
         # No JIT compilation: the planner turns it on by cost, and on a large store a page's few-row count
         # (the nav's review queue, search's match set) then spends 100-250 ms compiling for a 1 ms query.
+        # work_mem 32MB: a search for common words collects tens of thousands of index matches, and in the
+        # default 4MB their bitmap turns lossy (every row of those pages is read and checked again: 6x
+        # slower at a million lessons). Options the URL gives come after these, so they win.
         _options = _db.setdefault("OPTIONS", {})
-        _options["options"] = f"-c jit=off {_options.get('options', '')}".strip()
+        _options["options"] = f"-c jit=off -c work_mem=32MB {_options.get('options', '')}".strip()
     DATABASES = {"default": _db}
 else:
     DATABASES = {

@@ -1,4 +1,5 @@
-"""Indexes that answer search's ref prefix filter without reading lesson rows (see memory/search/index.py)."""
+"""Indexes that answer search's ref prefix filter without reading lesson rows, and on PostgreSQL the
+function that or-s a query's distinct readings (see memory/search/index.py)."""
 
 from django.db import migrations
 
@@ -12,7 +13,7 @@ def create(apps, schema_editor):
 
 def drop(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
-        index.drop_prefix_indexes(cursor)
+        index.drop_prefix_indexes(cursor, schema_editor.connection.vendor)
 
 
 class Migration(migrations.Migration):

@@ -49,13 +49,22 @@ PG_INDEX = "CREATE INDEX lesson_search_gin ON memory_lesson USING gin (search_ve
 PG_DROP = ["DROP INDEX IF EXISTS lesson_search_gin", "ALTER TABLE memory_lesson DROP COLUMN IF EXISTS search_vector"]
 # The query: each config's reading of the words, or-ed, so a word matches its forms in any language.
 # With the words as prefixes (terms.pg_prefix_tsquery) or-ed in too: PG_TSQUERY takes five parameters.
-# Readings that come out the same (most words read alike in several configs) are or-ed once: matching
-# and ranking cost in proportion to the query's size. A scalar subquery, so PostgreSQL computes it once
-# per statement (an InitPlan), and the GIN index takes it as its condition.
+# Readings that come out the same (most words read alike in several configs) are or-ed once, by
+# nw_tsquery_any: matching and ranking cost in proportion to the query's size. It is IMMUTABLE and its
+# arguments are constants, so the planner computes it while planning and estimates from the index's
+# statistics how many lessons match (a word in a tenth of them, or in a handful).
+PG_FUNCTION = """
+CREATE OR REPLACE FUNCTION nw_tsquery_any(VARIADIC readings tsquery[]) RETURNS tsquery
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT ('(' || string_agg(DISTINCT reading::text, ') | (') || ')')::tsquery
+    FROM unnest(readings) AS reading WHERE numnode(reading) > 0
+$$
+"""
+PG_FUNCTION_DROP = "DROP FUNCTION IF EXISTS nw_tsquery_any(VARIADIC tsquery[])"
 PG_TSQUERY = (
-    "(SELECT ('(' || string_agg(DISTINCT reading::text, ') | (') || ')')::tsquery FROM unnest(ARRAY["
+    "nw_tsquery_any("
     + ", ".join(f"websearch_to_tsquery('{c}'::regconfig, %s)" for c in PG_CONFIGS)
-    + ", to_tsquery('simple'::regconfig, %s)]) AS reading WHERE numnode(reading) > 0)"
+    + ", to_tsquery('simple'::regconfig, %s))"
 )
 
 
@@ -75,13 +84,18 @@ PREFIX_INDEX_NAMES = ("lesson_ref_path_prefix", "lesson_search_cover")
 
 
 def create_prefix_indexes(cursor, vendor: str) -> None:
+    """The ref prefix indexes (and on PostgreSQL the query's function)."""
+    if vendor == "postgresql":
+        cursor.execute(PG_FUNCTION)
     for sql in SQLITE_PREFIX_INDEXES if vendor == "sqlite" else PG_PREFIX_INDEXES if vendor == "postgresql" else []:
         cursor.execute(sql)
 
 
-def drop_prefix_indexes(cursor) -> None:
+def drop_prefix_indexes(cursor, vendor: str) -> None:
     for name in PREFIX_INDEX_NAMES:
         cursor.execute(f"DROP INDEX IF EXISTS {name}")
+    if vendor == "postgresql":
+        cursor.execute(PG_FUNCTION_DROP)
 
 
 def sqlite_triggers_missing(cursor) -> bool:
