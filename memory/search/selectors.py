@@ -1,6 +1,6 @@
 """The ranked read: lessons matching a query and filters, among those a person (or a token) may see.
 
-The database's own full-text engine ranks (SQLite FTS5 bm25, PostgreSQL ts_rank_cd over the
+The database's own full-text engine ranks (SQLite FTS5 bm25, PostgreSQL ts_rank over the
 generated tsvector); see memory/search/index.py for how the index is kept.
 """
 
@@ -162,13 +162,12 @@ def _summary(lessons: QuerySet[Lesson], query: Query, *, offset: int) -> tuple[l
     The match set (id, memory, the rank or the date) is computed once; the database reads every
     figure from it, so the words are looked up in the index once however many figures the page shows."""
     if query:
-        inner = ranked(lessons, query).values_list("id", "memory_id", "search_rank").order_by()
-        order = "search_rank, id DESC"  # bm25 and -ts_rank_cd: lower is better
+        rank, order = "search_rank", "search_rank, id DESC"  # bm25 and -ts_rank: lower is better
+        lessons = ranked(lessons, query)
     else:
-        inner = lessons.values_list("id", "memory_id", "lesson_date").order_by()
-        order = "lesson_date DESC, id DESC"
-    sql, params = inner.query.sql_with_params()
-    rank = order.split(",")[0].split()[0]
+        rank, order = "lesson_date", "lesson_date DESC, id DESC"
+    columns = ["id", "memory_id", rank]  # search_rank is ranked()'s extra select
+    sql, params = lessons.values_list(*columns).order_by().query.sql_with_params()
     memory, project, team, persona = (
         Memory._meta.db_table,
         Project._meta.db_table,
