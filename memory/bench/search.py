@@ -578,13 +578,8 @@ def _backend_cpu():
     return pid, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _measure(client, params):
-    """(p95 ms, median ms, CPU ms a request, queries, bytes, the count shown) of GET /search/ with params.
-
-    CPU: this process's (the app, and SQLite) plus the PostgreSQL backend's, over the repeats. Unlike the
-    wall time it hardly grows when other work shares the machine's cores."""
-    from django.test.utils import CaptureQueriesContext
-
+def _timed(client, params):
+    """(wall ms of each fetch, CPU ms a fetch) of PAGE_REPEAT fetches of GET /search/ with params, after one."""
     client.get("/search/", params)  # warm
     timings = []
     before, cpu = _backend_cpu(), time.process_time()
@@ -597,12 +592,22 @@ def _measure(client, params):
     after = _backend_cpu()
     if before and after and before[0] == after[0]:  # the same connection throughout
         cpu += after[1] - before[1]
+    return timings, cpu * 1000 / PAGE_REPEAT
+
+
+def _measure(client, params):
+    """(p95 ms, median ms, CPU ms a request, queries, bytes, the count shown) of GET /search/ with params.
+
+    CPU: this process's (the app, and SQLite) plus the PostgreSQL backend's, over the repeats. Unlike the
+    wall time it hardly grows when other work shares the machine's cores."""
+    from django.test.utils import CaptureQueriesContext
+
+    timings, cpu_ms = _timed(client, params)
     with CaptureQueriesContext(connection) as queries:
         response = client.get("/search/", params)
     assert b"search-hit" in response.content, params
     shown = int(re.search(rb'class="search-count"[^>]*><strong>([\d,]+)', response.content)[1].replace(b",", b""))
     p95 = statistics.quantiles(timings, n=20)[-1]
-    cpu_ms = cpu * 1000 / PAGE_REPEAT
     return p95, statistics.median(timings), cpu_ms, len(queries.captured_queries), len(response.content), shown
 
 
@@ -623,6 +628,12 @@ def _pages(bench, n):
     for who, user in (("site-wide", viewer), ("one team's lead", lead)):
         client = Client()
         client.force_login(user)
+        # The floor: the same page asking for nothing (the nav, the form and its menus), in the same run.
+        timings, cpu = _timed(client, {})
+        bench.note(
+            f"{who}, the page with no search: median {statistics.median(timings):.0f} ms,"
+            f" p95 {statistics.quantiles(timings, n=20)[-1]:.0f} ms, CPU {cpu:.0f} ms a request"
+        )
         for label, params in kinds:
             p95, median, cpu, queries, size, shown = _measure(client, params)
             counts.setdefault(who, set()).add(queries)
