@@ -241,6 +241,8 @@ SNAPSHOT_FIELDS = [
     ("status", "Status"),
     ("protected", "Protected"),
     ("lesson_date", "Date"),
+    ("expires_on", "Expires on"),
+    ("expires_when", "Holds until"),
     ("refs", "Refs"),
 ]
 

@@ -374,6 +374,14 @@ ANTHROPIC_DEFAULT_MODEL = env_str("ANTHROPIC_DEFAULT_MODEL", "claude-sonnet-4-6"
 OPENAI_API_KEY = env_str("OPENAI_API_KEY", "")
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "")
 OPENAI_DEFAULT_MODEL = env_str("OPENAI_DEFAULT_MODEL", "gpt-4.1-mini")
+# Conflict detection: the offline detector always runs; with a model engine the model also looks
+# for conflicts that share no words, within these bounds (characters of lesson lines sent).
+CONFLICTS_ENGINE = env_choice("CONFLICTS_ENGINE", "offline", ("offline", "anthropic", "openai"))
+CONFLICTS_MODEL = env_str("CONFLICTS_MODEL", "")
+CONFLICTS_MODEL_LESSONS_PER_CALL = env_int("CONFLICTS_MODEL_LESSONS_PER_CALL", 200, minimum=2)
+CONFLICTS_MODEL_CHARS_PER_CALL = env_int("CONFLICTS_MODEL_CHARS_PER_CALL", 40_000, minimum=4_000)
+CONFLICTS_MODEL_CHARS_PER_RUN = env_int("CONFLICTS_MODEL_CHARS_PER_RUN", 400_000, minimum=4_000)
+CONFLICTS_MODEL_MAX_OUTPUT_TOKENS = env_int("CONFLICTS_MODEL_MAX_OUTPUT_TOKENS", 2_048, minimum=256)
 
 # Agent API
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 256 * 1024, minimum=1024)

@@ -12,8 +12,10 @@ from typing import Annotated, Literal
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from ninja import Field, Schema
-from pydantic import AfterValidator, Discriminator, Tag, TypeAdapter, field_validator
+from ninja.schema import DjangoGetter
+from pydantic import AfterValidator, BeforeValidator, Discriminator, Tag, TypeAdapter, field_validator, model_validator
 
+from memory.history.lessons import EXPIRES_WHEN_MAX_CHARS
 from memory.refs import MAX_REF_PATH, parse_ref
 from memory.textcheck import (
     MAX_ID,  # noqa: F401 -- re-exported: the API views bound path ids with s.MAX_ID
@@ -118,6 +120,40 @@ Ref = Annotated[
 ]
 
 
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def check_date(value):
+    """A day as the schema's `date` format writes it (YYYY-MM-DD), or None: no numbers, no times."""
+    if value is None or (isinstance(value, date) and not isinstance(value, datetime)):
+        return value
+    if not isinstance(value, str) or not _ISO_DATE.match(value):
+        raise ValueError("must be a date written YYYY-MM-DD, e.g. 2026-03-01")
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise ValueError("is not a real date") from None
+
+
+ExpiresOn = Annotated[
+    date | None,
+    Field(
+        description="The first day the lesson no longer holds (YYYY-MM-DD): from that day on it is left out "
+        "of compiled memory. A day already reached takes it out at once."
+    ),
+    BeforeValidator(check_date),
+]
+ExpiresWhen = (
+    Text(
+        SINGLE_LINE_PATTERN,
+        max_length=EXPIRES_WHEN_MAX_CHARS,
+        description="The event the lesson holds until, in words ('the 2.3 rollout reaches 100 %', "
+        "'upstream fixes #1234'): a later lesson saying it happened proposes retiring this one.",
+    )
+    | None
+)
+
+
 def field_errors(errors):
     """{"lessons.0.text": ["..."]} from pydantic's error list, without the request-part prefixes."""
     fields = {}
@@ -168,6 +204,8 @@ class LessonOut(Schema):
     status: str
     vague: bool
     lesson_date: date
+    expires_on: date | None = None
+    expires_when: str = ""
     refs: list[RefOut]
 
 
@@ -182,6 +220,8 @@ class ContextLesson(Schema):
         description="Those of `refs` that no longer point at "
         "the code the lesson was written about (marked `stale` in the text).",
     )
+    expires_on: date | None = Field(None, description="A temporary lesson's last day is the day before this one.")
+    expires_when: str = Field("", description="A temporary lesson holds until this happens.")
 
 
 class ContextOut(Schema):
@@ -256,6 +296,8 @@ class _LessonBase(Schema):
     )
     refs: list[Ref] = Field(default_factory=list, max_length=20)
     relevance: AGENT_RELEVANCE | None = None
+    expires_on: ExpiresOn = None
+    expires_when: ExpiresWhen = None
 
 
 class SaveFact(_LessonBase):
@@ -334,6 +376,8 @@ class AppendedLesson(Schema):
     tier: str
     category: str
     text: str
+    expires_on: date | None = None
+    expires_when: str = ""
 
 
 class LessonsAppendedOut(Schema):
@@ -347,6 +391,26 @@ class LessonPage(Schema):
     offset: int
     next_offset: int | None
     items: list[LessonOut]
+
+
+class ExpiryIn(Schema):
+    """A lesson's expiry as a whole: what is left out (or null) is cleared."""
+
+    expires_on: ExpiresOn = None
+    expires_when: ExpiresWhen = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def an_object(cls, value):
+        # Every field may be left out, so nothing else would refuse a body that is no object.
+        raw = value._obj if isinstance(value, DjangoGetter) else value  # as the body was parsed
+        if not isinstance(raw, dict | Schema):
+            raise ValueError("the body must be a JSON object: {} clears the expiry")
+        return value
+
+
+class ExpirySetOut(LessonOut):
+    version: int = Field(description="The memory's version after the change.")
 
 
 class ChangeOut(Schema):

@@ -14,7 +14,7 @@ from memory.formats.lines import id_line
 from memory.models import Change, Interaction, Lesson, LessonRef, Memory, RefStatus
 from memory.pipeline.prompts import CONTEXT_USAGE
 from memory.search.selectors import ranked_for_memory
-from memory.selectors import compile_memory
+from memory.selectors import compile_memory, unexpired
 from memory.textcheck import MAX_ID, text_problem
 from personas.models import Persona, PersonaAlias, Project
 
@@ -176,6 +176,8 @@ def context_payload(memory):
                     for ref in lessons[pk].refs.all()
                     if ref.anchor is not None and ref.anchor.needs_review
                 ],
+                "expires_on": lessons[pk].expires_on,
+                "expires_when": lessons[pk].expires_when,
             }
             for pk in kept
         ],
@@ -214,14 +216,17 @@ def source_entries(lesson):
 
 
 def lesson_list(memory, *, path=None, category=None, tier=None, words=None, limit=50, offset=0):
-    """(count, lessons) of the active lessons matching the filters; a memory not saved yet has none."""
+    """(count, lessons) of the active lessons matching the filters; a memory not saved yet has none.
+
+    Expired lessons are left out, as compiled memory leaves them out: an agent is not served them
+    by a search either (recall still shows one by id)."""
     if path is not None and (not path.strip() or ".." in path.split("/") or text_problem(path)):
         raise ValidationError({"path": ["path must be a file or folder inside the project"]})
     if words and text_problem(words):
         raise ValidationError({"words": [f"words {text_problem(words)}"]})
     if memory.pk is None:
         return 0, []
-    qs = Lesson.objects.filter(memory=memory).active()
+    qs = Lesson.objects.filter(unexpired(), memory=memory).active()
     if path:
         qs = qs.touching_path(path)
     if category:
@@ -275,6 +280,8 @@ def lesson_out(lesson, project=None):
         "status": lesson.status,
         "vague": lesson.vague,
         "lesson_date": lesson.lesson_date,
+        "expires_on": lesson.expires_on,
+        "expires_when": lesson.expires_when,
         "refs": [_ref_out(r, project) for r in lesson.refs.all()],
     }
 
@@ -326,11 +333,34 @@ def recall_payload(token, lesson_id):
     }
 
 
+def lesson_for_write(token, lesson_id):
+    """A lesson the token may change, with its memory: one query. NotFound or OutOfScope otherwise."""
+    lesson = Lesson.objects.select_related("memory").filter(pk=lesson_id).first() if 0 < lesson_id <= MAX_ID else None
+    if lesson is None:
+        raise NotFound(f"no lesson {lesson_id}")
+    check_memory_scope(token, lesson.memory, "lesson")
+    return lesson
+
+
+def expiry_set_out(lesson):
+    """What setting an expiry answers: the lesson as it is now (refs and their anchors read) and the memory's version."""
+    lesson = Lesson.objects.select_related("memory").prefetch_related(_refs_prefetch()).get(pk=lesson.pk)
+    return {**lesson_out(lesson), "version": lesson.memory.version}
+
+
 def appended_out(memory, results):
     """What an append answers: each lesson with created or confirmed, and the new memory version."""
     return {
         "lessons": [
-            {"id": lesson.pk, "status": status, "tier": lesson.tier, "category": lesson.category, "text": lesson.text}
+            {
+                "id": lesson.pk,
+                "status": status,
+                "tier": lesson.tier,
+                "category": lesson.category,
+                "text": lesson.text,
+                "expires_on": lesson.expires_on,
+                "expires_when": lesson.expires_when,
+            }
             for lesson, status in results
         ],
         "version": memory.version,

@@ -8,16 +8,19 @@ Tool → lesson mapping (every lesson an agent writes is a working lesson; only 
 - no tool:      a plain working lesson of the given category (any of the six); a category is then required.
 Agents may set relevance low, medium or high; critical is for people, since critical lessons are never cut.
 An exact duplicate of an active lesson confirms that lesson instead of adding a copy.
+A lesson may say when it stops holding (expires_on, expires_when), when written or later; an agent
+dates working lessons only: a core lesson's expiry is a person's decision.
 """
 
 import re
+from datetime import date
 from typing import TYPE_CHECKING, Any
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
 from memory import services
-from memory.models import AgentToken, ChangeBatch, Interaction, Lesson, Memory, Relevance, Tier
+from memory.models import AgentToken, ChangeBatch, Interaction, Lesson, LessonStatus, Memory, Relevance, Tier
 from memory.reflection.services import interaction_create
 
 if TYPE_CHECKING:
@@ -94,7 +97,14 @@ def agent_lessons_append(
         label=f"Written by agent token {token.prefix}",
         reason=lambda i: f"{prepared[i][0].get('tool') or 'a lesson'} through the agent API",
         drafts=[
-            services.LessonDraft(text=text, category=category, refs=item.get("refs") or [], relevance=relevance)
+            services.LessonDraft(
+                text=text,
+                category=category,
+                refs=item.get("refs") or [],
+                relevance=relevance,
+                expires_on=item.get("expires_on"),
+                expires_when=item.get("expires_when") or "",
+            )
             for item, category, text, relevance in prepared
         ],
     )
@@ -112,6 +122,50 @@ def agent_lessons_write(
     """
     memory = services.memory_get_or_create(persona=persona, project=project)
     return agent_lessons_append(memory=memory, token=token, items=items)
+
+
+class LessonNotLive(Exception):
+    """The lesson is retired (deleted, superseded, promoted): only a live lesson takes an expiry."""
+
+
+@transaction.atomic
+def agent_lesson_set_expiry(
+    *, token: AgentToken, lesson: Lesson, expires_on: date | None, expires_when: str | None
+) -> tuple[Lesson, bool]:
+    """Set or clear (None, "") the expiry of a working lesson the token may reach, as one agent batch.
+
+    The caller has checked the lesson is in the token's scope. Returns (lesson, changed): giving
+    the expiry the lesson has already writes nothing. Core lessons are refused (PermissionDenied),
+    clearing included: their expiry is a person's decision.
+    """
+    # The write path locks the lesson and checks it is live again; its tier never changes.
+    if lesson.tier == Tier.CORE:
+        raise PermissionDenied(
+            f"lesson {lesson.pk} is a core lesson: only a person decides when it expires "
+            "(ask a team lead, who can set it in the dashboard)"
+        )
+    if lesson.status != LessonStatus.ACTIVE:
+        raise LessonNotLive(f"lesson {lesson.pk} is {lesson.status}; only a live lesson can expire")
+    expires_when = (expires_when or "").strip()
+    if (lesson.expires_on, lesson.expires_when) == (expires_on, expires_when):
+        return lesson, False
+    batch = services.batch_create(
+        memory=lesson.memory,
+        kind=ChangeBatch.Kind.AGENT,
+        actor=services.Actor.agent(token),
+        label=f"Written by agent token {token.prefix}",
+        reason="expiry set through the agent API"
+        if expires_on or expires_when
+        else "expiry cleared through the agent API",
+    )
+    lesson = services.lesson_set_expiry(
+        lesson=lesson,
+        expires_on=expires_on,
+        expires_when=expires_when,
+        actor=services.Actor.agent(token),
+        batch=batch,
+    )
+    return lesson, True
 
 
 def agent_interaction_submit(

@@ -7,6 +7,7 @@ scoped to one). There is no endpoint that approves, applies, reverts or edits pr
 import functools
 from typing import Literal
 
+from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import HttpResponse
 from django.utils import timezone
@@ -21,7 +22,9 @@ from memory.api.selectors import (
     OutOfScope,
     appended_out,
     context_payload,
+    expiry_set_out,
     interaction_out,
+    lesson_for_write,
     lesson_page,
     read_scope,
     recall_payload,
@@ -30,7 +33,12 @@ from memory.api.selectors import (
 from memory.api.selectors import (
     interaction_status as interaction_status_payload,
 )
-from memory.api.services import agent_interaction_submit, agent_lessons_write
+from memory.api.services import (
+    LessonNotLive,
+    agent_interaction_submit,
+    agent_lesson_set_expiry,
+    agent_lessons_write,
+)
 from memory.selectors import compiled_memory_text
 from personas.compiler import compile_system_prompt
 
@@ -109,6 +117,16 @@ def on_http_error(request, exc):
 @api.exception_handler(OutOfScope)
 def on_out_of_scope(request, exc):
     return _error(request, 403, str(exc))
+
+
+@api.exception_handler(PermissionDenied)
+def on_permission_denied(request, exc):
+    return _error(request, 403, str(exc))
+
+
+@api.exception_handler(LessonNotLive)
+def on_not_live(request, exc):
+    return _error(request, 409, str(exc))
 
 
 @api.exception_handler(NotFound)
@@ -331,3 +349,23 @@ def lessons_list(request, persona: str, project: str, filters: Query[LessonFilte
 )
 def lesson_recall(request, lesson_id: int = Path(..., ge=1, le=s.MAX_ID)):
     return recall_payload(request.auth, lesson_id)
+
+
+@api.put(
+    "/lessons/{lesson_id}/expiry",
+    response={200: s.ExpirySetOut, 409: s.ErrorOut, **ERRORS},
+    tags=["lessons"],
+    summary="Set or clear a working lesson's expiry",
+    description=(
+        "The body is the lesson's whole expiry: `expires_on` (YYYY-MM-DD, the first day it no longer holds) "
+        "and/or `expires_when` (the event it holds until, in words); what is left out or null is cleared, so "
+        "`{}` makes the lesson permanent again. Recorded in the lesson's history like any change. Only working "
+        "lessons: a core lesson's expiry is a person's decision (403). A retired lesson takes none (409)."
+    ),
+)
+def lesson_expiry_set(request, payload: s.ExpiryIn, lesson_id: int = Path(..., ge=1, le=s.MAX_ID)):
+    lesson = lesson_for_write(request.auth, lesson_id)
+    lesson, _ = agent_lesson_set_expiry(
+        token=request.auth.model, lesson=lesson, expires_on=payload.expires_on, expires_when=payload.expires_when
+    )
+    return expiry_set_out(lesson)

@@ -12,8 +12,8 @@ one UPDATE each.
 Figures, for a site-wide viewer and for a lead who sees one team: p95 server time of /search/ for a
 typical two-word query, two common words, a ref path prefix and a word under a ref prefix (target
 100 ms), its query count (the same for every query kind and size) and its HTML size (target 200 KiB).
-The match counts are printed. Then what keeping the index costs an import (a throwaway world, rolled
-back): the same lessons bulk-created with the index kept and with it dropped.
+The match counts are printed, and the page asking for nothing, timed in the same run. What keeping the
+index costs an import is the `search-import` benchmark (memory/bench/search_import.py).
 """
 
 import os
@@ -41,9 +41,6 @@ MAX_MS = 100
 MAX_HTML = 200 * 1024
 PAGE_REPEAT = 20
 VAR = Path(settings.BASE_DIR) / "var" / "bench"
-LESSONS = 100_000
-IMPORT = 20_000
-TEAMS, PERSONAS, PROJECTS = 4, 4, 5
 
 VOCABULARY = [
     "refund",
@@ -128,89 +125,10 @@ VOCABULARY = [
     "traducción",
     "contraseña",
 ]
-FILLER = [
-    "the",
-    "a",
-    "is",
-    "are",
-    "must",
-    "be",
-    "when",
-    "after",
-    "before",
-    "with",
-    "without",
-    "for",
-    "in",
-    "of",
-    "on",
-    "to",
-    "and",
-    "not",
-    "only",
-    "every",
-]
 
 
-class _Rollback(Exception):
-    pass
-
-
-def _text(rng, i):
-    words = [rng.choice(VOCABULARY if rng.random() < 0.45 else FILLER) for _ in range(rng.randint(8, 22))]
-    if i % 7 == 0:
-        words.insert(rng.randrange(len(words)), f"src/pkg{i % 50}/module_{i % 400}.py")
-    return " ".join(words).capitalize() + f" (note {i})."
-
-
-def _import(memories, n, rng, start):
-    """Bulk-create n lessons spread over the memories, as an import does (one batch per memory)."""
-    from memory import services
-    from memory.models import ChangeBatch
-    from memory.refs import Ref
-    from memory.services import NewLesson
-
-    actor = services.Actor.system("bench")
-    batches = {m.pk: services.batch_create(memory=m, kind=ChangeBatch.Kind.IMPORT, actor=actor) for m in memories}
-    today, rows = date(2026, 1, 1), []
-    for i in range(start, start + n):
-        memory = memories[i % len(memories)]
-        refs = [Ref(f"src/pkg{i % 50}/module_{i % 400}.py", 1 + i % 90, None)] if i % 2 else []
-        rows.append(
-            NewLesson(batches[memory.pk].pk, memory.pk, "working", "OBSERVATION", _text(rng, i), today, i, refs=refs)
-        )
-    started = time.perf_counter()
-    services.lessons_bulk_create(rows)
-    return time.perf_counter() - started
-
-
-def _world():
-    from memory import services
-    from personas.models import Persona, Project, Team
-
-    teams = [Team.objects.create(name=f"Bench search team {t}", slug=f"bench-search-{t}") for t in range(TEAMS)]
-    personas = [Persona.objects.create(name=f"Bench searcher {p}", role="Engineer") for p in range(PERSONAS)]
-    projects = [
-        Project.objects.create(slug=f"bench-search-{p}", name=f"Bench search {p}", team=teams[p % TEAMS])
-        for p in range(PROJECTS)
-    ]
-    return [services.memory_get_or_create(persona=pe, project=pr) for pe in personas for pr in projects]
-
-
-def _drop_index():
-    from memory.search import index
-
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no ALTER TABLE with deferred checks pending
-        for sql in index.SQLITE_DROP if connection.vendor == "sqlite" else index.PG_DROP:
-            cursor.execute(sql)
-
-
-# --- the organisation's store ----------------------------------------------------------------------
-
-# Ranked by how often they occur: function words, then the trade's words (TRADE, then the import
-# section's VOCABULARY), then made-up words (RARE of them). Weight of rank r: 1 / (r + 2.7).
+# Ranked by how often they occur: function words, then the trade's words (TRADE, then VOCABULARY), then
+# made-up words (RARE of them). Weight of rank r: 1 / (r + 2.7).
 FUNCTION_WORDS = [
     "the",
     "to",
@@ -647,7 +565,7 @@ def _pages(bench, n):
     return counts
 
 
-@benchmark("search", "Search at 100,000 and 1,000,000 lessons: page time, queries, size; import cost of the index")
+@benchmark("search", "Search at 100,000 and 1,000,000 lessons: page time, CPU, queries, size")
 def bench_search(bench):
     queries = {}
     for size in SIZES:
@@ -660,22 +578,3 @@ def bench_search(bench):
         # The same queries for every kind of search and every size (a lead reads their memberships once more).
         bench.figure(f"{who}: query counts seen (1: always the same)", len(seen), target=1)
         bench.note(f"{who}: {', '.join(map(str, sorted(seen)))} queries a page")
-    _import_cost(bench)
-
-
-def _import_cost(bench):
-    rng = random.Random(7)
-    n, n_import = bench.scaled(LESSONS, 200), bench.scaled(IMPORT, 100)
-    try:
-        with transaction.atomic():
-            memories = _world()
-            _import(memories, n, rng, 0)
-            with_index = _import(memories, n_import, rng, n)
-            _drop_index()
-            without_index = _import(memories, n_import, rng, n + n_import)
-            bench.figure(f"import of {n_import:,} lessons with the index kept", with_index, unit="s")
-            bench.figure(f"import of {n_import:,} lessons without the index", without_index, unit="s")
-            bench.figure("import time with the index ÷ without", with_index / without_index, unit="×", target=1.15)
-            raise _Rollback
-    except _Rollback:
-        pass

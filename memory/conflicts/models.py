@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-__all__ = ["ExpiryProposal", "LessonConflict", "conflict_fingerprint"]
+__all__ = ["ConflictModelCheck", "ExpiryProposal", "LessonConflict", "conflict_fingerprint"]
 
 
 def conflict_fingerprint(older_text: str, newer_text: str) -> str:
@@ -85,6 +85,10 @@ class ExpiryProposal(models.Model):
     evidence = models.TextField(blank=True)
     engine = models.CharField(max_length=40, default="offline")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    # The batch that set the lesson's expiry on acceptance (revert it and the proposal waits again).
+    batch = models.ForeignKey(
+        "memory.ChangeBatch", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
     created_at = models.DateTimeField(default=timezone.now)
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
@@ -93,10 +97,34 @@ class ExpiryProposal(models.Model):
 
     class Meta:
         ordering = ["-id"]
-        indexes = [models.Index(fields=["memory", "status"], name="expiry_memory_status")]
+        indexes = [
+            models.Index(fields=["memory", "status"], name="expiry_memory_status"),
+            # Reverting a batch finds the proposal it accepted; most proposals have none.
+            models.Index(fields=["batch"], name="expiry_batch", condition=models.Q(batch__isnull=False)),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["lesson"], name="expiry_one_proposal_per_lesson"),
         ]
 
     def __str__(self):
         return f"lesson {self.lesson_id} until {self.expires_on or self.expires_when} ({self.status})"
+
+
+class ConflictModelCheck(models.Model):
+    """A lesson the model engine has compared with the rest of its memory, as its text was then.
+
+    A later run sends only lessons without a check of the current text (new or edited ones); an
+    edited lesson (another content hash) counts as not compared."""
+
+    memory = models.ForeignKey("memory.Memory", on_delete=models.CASCADE, related_name="conflict_model_checks")
+    lesson = models.ForeignKey("memory.Lesson", on_delete=models.CASCADE, related_name="conflict_model_checks")
+    engine = models.CharField(max_length=40)
+    content_hash = models.CharField(max_length=64)
+    checked_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["memory", "engine"], name="conflict_check_memory_engine")]
+        constraints = [models.UniqueConstraint(fields=["lesson", "engine"], name="conflict_check_one_per_engine")]
+
+    def __str__(self):
+        return f"lesson {self.lesson_id} checked by {self.engine}"

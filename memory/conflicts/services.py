@@ -1,10 +1,11 @@
 """Writes of the conflict feature: detection runs and reviewers' decisions.
 
 Lesson writes go through the write path (memory.services): keeping the newer lesson supersedes the
-older one, keeping the older deletes the newer (softly), each in one batch that revert undoes.
+older one, keeping the older deletes the newer (softly), editing one and keeping it rewords it first;
+each decision is one batch that revert undoes.
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import SimpleNamespace
 
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -13,7 +14,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memory import services
-from memory.conflicts import detection, expiry
+from memory.conflicts import detection, expiry, model
+from memory.conflicts.expiries import expiry_proposals_announce
 from memory.models import (
     ChangeBatch,
     ExpiryProposal,
@@ -23,6 +25,7 @@ from memory.models import (
     Memory,
     conflict_fingerprint,
 )
+from memory.selectors import unexpired
 from memory.signals import review_event
 
 
@@ -61,7 +64,8 @@ def _active_lessons(memory: Memory) -> list:
 @transaction.atomic
 def conflicts_detect(*, memory: Memory, lesson_ids: Iterable[int] | None = None) -> tuple[int, int]:
     """Compare `lesson_ids` (every active lesson when None) with their neighbours in the memory and
-    store what is new: conflicts not proposed before (by fingerprint, whatever their status) and
+    store what is new: conflicts not proposed before (by fingerprint, whatever their status) —
+    among them a temporary lesson whose condition one of the lessons says has happened — and
     expiry proposals for lessons that have none. Returns (conflicts, expiry proposals) created."""
     lessons = _active_lessons(memory)
     by_id = {lesson.id: lesson for lesson in lessons}
@@ -85,12 +89,13 @@ def conflicts_detect(*, memory: Memory, lesson_ids: Iterable[int] | None = None)
                 fingerprint=fingerprint,
             )
         )
+    new_lessons = [by_id[i] for i in (new_ids if new_ids is not None else by_id)]
+    conflicts += _conditions_met(memory=memory, lessons=new_lessons, known=known)
     LessonConflict.objects.bulk_create(conflicts)
     if conflicts and conflicts[0].pk is not None:
         _announce("review.waiting", conflicts)
 
-    candidates = [by_id[i] for i in (new_ids if new_ids is not None else by_id)]
-    candidates = [lesson for lesson in candidates if lesson.expires_on is None and not lesson.expires_when]
+    candidates = [lesson for lesson in new_lessons if lesson.expires_on is None and not lesson.expires_when]
     proposed = set(
         ExpiryProposal.objects.filter(lesson_id__in=[c.id for c in candidates]).values_list("lesson_id", flat=True)
     )
@@ -107,9 +112,43 @@ def conflicts_detect(*, memory: Memory, lesson_ids: Iterable[int] | None = None)
         if found.lesson_id not in proposed
     ]
     ExpiryProposal.objects.bulk_create(proposals)
+    expiry_proposals_announce(proposals)
     if conflicts:
         services.memory_bump_version(memory)  # compiled memory now marks the older lines
+    model.conflicts_model_request(memory=memory, lesson_ids=new_ids)  # with a model engine: its pass, after commit
     return len(conflicts), len(proposals)
+
+
+def _conditions_met(*, memory: Memory, lessons: list, known: set[str]) -> list[LessonConflict]:
+    """Conflicts (not saved) for the temporary lessons of `memory` whose condition (expires_when)
+    one of `lessons` says has happened: the later lesson supersedes, so keeping it retires the
+    temporary one. The temporary lessons still served are read in one query; `known` fingerprints
+    are skipped and the new ones added."""
+    temporary = [
+        SimpleNamespace(id=i, text=t, lesson_date=d, expires_when=ew)
+        for i, t, d, ew in Lesson.objects.filter(unexpired(), memory=memory, status=LessonStatus.ACTIVE)
+        .exclude(expires_when="")
+        .values_list("id", "text", "lesson_date", "expires_when")
+    ]
+    texts = {lesson.id: lesson.text for lesson in [*temporary, *lessons]}
+    conflicts = []
+    for found in expiry.conditions_met(lessons, temporary):
+        fingerprint = conflict_fingerprint(texts[found.older_id], texts[found.newer_id])
+        if fingerprint in known:
+            continue
+        known.add(fingerprint)
+        conflicts.append(
+            LessonConflict(
+                memory=memory,
+                older_id=found.older_id,
+                newer_id=found.newer_id,
+                relation=found.relation,
+                engine=detection.ENGINE,
+                evidence=found.evidence,
+                fingerprint=fingerprint,
+            )
+        )
+    return conflicts
 
 
 def _decide(
@@ -124,10 +163,50 @@ def _decide(
 
 
 def _locked_pending(conflict: LessonConflict) -> LessonConflict:
-    conflict = LessonConflict.objects.select_for_update().select_related("older", "newer").get(pk=conflict.pk)
+    conflict = LessonConflict.objects.select_for_update().select_related("older", "newer", "memory").get(pk=conflict.pk)
     if conflict.status != LessonConflict.Status.PENDING:
         raise ValidationError(f"this conflict is already {conflict.get_status_display().lower()}")
     return conflict
+
+
+def _decide_in_batch(
+    conflict: LessonConflict,
+    *,
+    actor: services.Actor,
+    reason: str,
+    label: str,
+    decision: str,
+    write: Callable[[LessonConflict, ChangeBatch], None],
+    announce: bool,
+    announced_as: str = "",
+) -> LessonConflict:
+    """The shape every keeping decision shares: lock the conflict while it is pending, carry out
+    `write(conflict, batch)` in one new batch (what revert undoes), then record the decision."""
+    conflict = _locked_pending(conflict)
+    for side, lesson in (("older", conflict.older), ("newer", conflict.newer)):
+        if lesson.status != LessonStatus.ACTIVE:
+            raise ValidationError(
+                f"the {side} lesson (#{lesson.pk}) is {lesson.get_status_display().lower()} since this conflict "
+                "was found; restore it before deciding"
+            )
+    batch = services.batch_create(
+        memory=conflict.memory, kind=ChangeBatch.Kind.MANUAL, actor=actor, label=label, reason=reason
+    )
+    write(conflict, batch)
+    conflict = _decide(
+        conflict, status=LessonConflict.Status.RESOLVED, decision=decision, actor=actor, batch=batch, announce=False
+    )
+    if announce:
+        _announce("review.decided", [conflict], decision=announced_as or decision.replace("_", " "), by=actor.label)
+    return conflict
+
+
+def _retire_older(conflict: LessonConflict, batch: ChangeBatch, actor: services.Actor) -> None:
+    services.lesson_supersede(lesson=conflict.older, superseded_by=conflict.newer, actor=actor, batch=batch)
+
+
+def _retire_newer(conflict: LessonConflict, batch: ChangeBatch, actor: services.Actor) -> None:
+    services.lesson_delete(lesson=conflict.newer, actor=actor, batch=batch)
 
 
 @transaction.atomic
@@ -135,21 +214,13 @@ def conflict_keep_newer(
     *, conflict: LessonConflict, actor: services.Actor, reason: str = "", announce: bool = True
 ) -> LessonConflict:
     """The newer lesson holds: the older is retired as superseded by it, in one revertible batch."""
-    conflict = _locked_pending(conflict)
-    batch = services.batch_create(
-        memory=conflict.memory,
-        kind=ChangeBatch.Kind.MANUAL,
-        actor=actor,
-        label="Conflict: kept the newer lesson",
-        reason=reason,
-    )
-    services.lesson_supersede(lesson=conflict.older, superseded_by=conflict.newer, actor=actor, batch=batch)
-    return _decide(
+    return _decide_in_batch(
         conflict,
-        status=LessonConflict.Status.RESOLVED,
-        decision="keep_newer",
         actor=actor,
-        batch=batch,
+        reason=reason,
+        label="Conflict: kept the newer lesson",
+        decision=LessonConflict.Decision.KEEP_NEWER,
+        write=lambda c, batch: _retire_older(c, batch, actor),
         announce=announce,
     )
 
@@ -159,22 +230,56 @@ def conflict_keep_older(
     *, conflict: LessonConflict, actor: services.Actor, reason: str = "", announce: bool = True
 ) -> LessonConflict:
     """The older lesson holds: the newer is deleted (softly, restorable), in one revertible batch."""
-    conflict = _locked_pending(conflict)
-    batch = services.batch_create(
-        memory=conflict.memory,
-        kind=ChangeBatch.Kind.MANUAL,
-        actor=actor,
-        label="Conflict: kept the older lesson",
-        reason=reason,
-    )
-    services.lesson_delete(lesson=conflict.newer, actor=actor, batch=batch)
-    return _decide(
+    return _decide_in_batch(
         conflict,
-        status=LessonConflict.Status.RESOLVED,
-        decision="keep_older",
         actor=actor,
-        batch=batch,
+        reason=reason,
+        label="Conflict: kept the older lesson",
+        decision=LessonConflict.Decision.KEEP_OLDER,
+        write=lambda c, batch: _retire_newer(c, batch, actor),
         announce=announce,
+    )
+
+
+KEEP_SIDES = ("newer", "older")
+
+
+@transaction.atomic
+def conflict_edit_and_keep(
+    *,
+    conflict: LessonConflict,
+    keep: str,
+    text: str,
+    actor: services.Actor,
+    category: str | None = None,
+    refs: str | None = None,
+    reason: str = "",
+    announce: bool = True,
+) -> LessonConflict:
+    """One lesson holds once reworded: `keep` ("newer" or "older") gets the reviewer's text (and
+    category and refs, when given), the other is retired as keep_newer / keep_older retire it, all
+    in one revertible batch. The text is checked as any lesson edit is; on an error nothing changes."""
+    if keep not in KEEP_SIDES:
+        raise ValidationError({"keep": f"keep must be newer or older, not {str(keep)[:20]!r}"})
+
+    def write(locked: LessonConflict, batch: ChangeBatch) -> None:
+        kept = locked.newer if keep == "newer" else locked.older
+        services.lesson_update(lesson=kept, actor=actor, batch=batch, text=text, category=category, refs=refs)
+        if keep == "newer":
+            _retire_older(locked, batch, actor)
+        else:
+            _retire_newer(locked, batch, actor)
+
+    decision = LessonConflict.Decision.KEEP_NEWER if keep == "newer" else LessonConflict.Decision.KEEP_OLDER
+    return _decide_in_batch(
+        conflict,
+        actor=actor,
+        reason=reason,
+        label=f"Conflict: edited the {keep} lesson, then kept it",
+        decision=decision,
+        write=write,
+        announce=announce,
+        announced_as=f"keep {keep}, edited",
     )
 
 
@@ -186,6 +291,24 @@ def conflict_keep_both(*, conflict: LessonConflict, actor: services.Actor, annou
         conflict, status=LessonConflict.Status.DISMISSED, decision="keep_both", actor=actor, announce=announce
     )
     services.memory_bump_version(conflict.memory)  # the older line is no longer marked
+    return conflict
+
+
+@transaction.atomic
+def conflict_reopen(*, conflict: LessonConflict, actor: services.Actor) -> LessonConflict:
+    """Undo "keep both", which changed no lesson and so has no batch to revert: the conflict waits
+    for review again (and the older line is marked again). A resolved conflict is reopened by
+    reverting its decision's batch instead."""
+    conflict = LessonConflict.objects.select_for_update().select_related("memory").get(pk=conflict.pk)
+    if conflict.status != LessonConflict.Status.DISMISSED:
+        raise ValidationError(
+            "only a conflict whose lessons were both kept is reopened here"
+            + ("; revert its decision's batch in the memory's history instead" if conflict.batch_id else "")
+        )
+    conflict.status, conflict.decision = LessonConflict.Status.PENDING, ""
+    conflict.decided_by, conflict.decided_at = None, None
+    conflict.save(update_fields=["status", "decision", "decided_by", "decided_at"])
+    services.memory_bump_version(conflict.memory)  # the older line is marked again
     return conflict
 
 
@@ -201,10 +324,10 @@ DECISIONS = {"keep_newer": conflict_keep_newer, "keep_older": conflict_keep_olde
 
 def conflicts_bulk_decide(
     *, conflicts: Iterable[LessonConflict], decision: str, actor: services.Actor, reason: str = ""
-) -> tuple[int, list[str]]:
+) -> tuple[list[LessonConflict], list[str]]:
     """One decision for many conflicts, each in its own batch (so each reverts on its own). A conflict
     that can no longer be decided (decided meanwhile, a protected lesson) is set aside with the reason.
-    Returns (decided, [refusals])."""
+    Returns ([the conflicts decided], [refusals])."""
     service = DECISIONS.get(decision)
     if service is None:
         raise ValidationError("Choose keep the newer, keep the older or keep both.")
@@ -222,4 +345,4 @@ def conflicts_bulk_decide(
     with transaction.atomic():  # one event per team: an endpoint never sees another team's items
         for team_conflicts in by_team.values():
             _announce("review.decided", team_conflicts, decision=decision.replace("_", " "), by=actor.label)
-    return len(done), refused
+    return done, refused

@@ -2,11 +2,12 @@
 
 from celery import shared_task
 
+from memory.conflicts.model_runs import conflicts_model_detect
 from memory.conflicts.services import conflicts_detect
 from memory.jobs import enqueue_on_commit
 from memory.models import Memory
 
-__all__ = ["detect_conflicts", "detect_conflicts_everywhere"]
+__all__ = ["detect_conflicts", "detect_conflicts_everywhere", "detect_conflicts_with_model"]
 
 
 @shared_task(name="memory.conflicts.detect")
@@ -15,6 +16,15 @@ def detect_conflicts(memory_id, lesson_ids=None):
     if memory is None:
         return None
     return conflicts_detect(memory=memory, lesson_ids=lesson_ids)
+
+
+@shared_task(name="memory.conflicts.detect_with_model")
+def detect_conflicts_with_model(memory_id, lesson_ids=None):
+    memory = Memory.objects.select_related("persona").filter(pk=memory_id).first()
+    if memory is None:
+        return None
+    run = conflicts_model_detect(memory=memory, lesson_ids=lesson_ids)
+    return None if run is None else run.as_dict()
 
 
 @shared_task(name="memory.conflicts.detect_everywhere")

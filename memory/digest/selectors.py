@@ -29,6 +29,14 @@ def digest_items_for(user: Any) -> list[ReviewItem]:
     return waiting_items(visible_memory_ids(user, APPROVE))
 
 
+def digest_expiring_for(user: Any, *, today: Any = None) -> list[Any]:
+    """The live lessons of the memories this approver governs that agents stop reading within the
+    next days (expires_on from today to today + EXPIRING_SOON_DAYS), soonest first."""
+    from memory.conflicts.expiry_selectors import expiring_soon
+
+    return expiring_soon(visible_memory_ids(user, APPROVE), today=today)
+
+
 def digest_enabled(user: Any) -> bool:
     pref = getattr(user, "digest_preference", None) if user.pk else None
     return pref.daily_digest if pref is not None else True

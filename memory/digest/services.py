@@ -11,8 +11,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.timesince import timesince
 
+from memory.conflicts.expiry_selectors import EXPIRING_SOON_DAYS
 from memory.digest.models import DigestPreference
-from memory.digest.selectors import digest_items_for, digest_recipients
+from memory.digest.selectors import digest_expiring_for, digest_items_for, digest_recipients
 from memory.review_queue import is_overdue
 from memory.webhooks.selectors import paused_endpoints_for
 
@@ -29,11 +30,12 @@ def digest_preference_set(*, user, daily_digest):
     return pref
 
 
-def digest_message(*, user, items, now, paused=()):
-    """The digest email of one approver (None when nothing waits for them and no webhook of theirs is
-    paused)."""
-    if not items and not paused:
+def digest_message(*, user, items, now, paused=(), expiring=()):
+    """The digest email of one approver (None when nothing waits for them, no webhook of theirs is
+    paused and none of their lessons is about to expire)."""
+    if not items and not paused and not expiring:
         return None
+    today = timezone.localdate(now)
     rows = [
         {
             "item": item,
@@ -53,6 +55,16 @@ def digest_message(*, user, items, now, paused=()):
             {"endpoint": e, "url": settings.SITE_URL + reverse("admin:memory_webhookendpoint_change", args=[e.pk])}
             for e in paused
         ],
+        "expiring": [
+            {
+                "lesson": lesson,
+                "memory": f"{lesson.memory.persona.name} × {lesson.memory.project.name}",
+                "when": "today" if lesson.expires_on <= today else f"on {lesson.expires_on.isoformat()}",
+                "url": settings.SITE_URL + reverse("lesson_history", args=[lesson.pk]),
+            }
+            for lesson in expiring
+        ],
+        "expiring_days": EXPIRING_SOON_DAYS,
         "overdue": overdue,
         "overdue_days": settings.REVIEW_OVERDUE_DAYS,
         "account_url": settings.SITE_URL + reverse("account"),
@@ -62,8 +74,11 @@ def digest_message(*, user, items, now, paused=()):
             f"Night Watch Memory: {len(rows)} item{'s' if len(rows) != 1 else ''} "
             f"wait{'' if len(rows) != 1 else 's'} for your review (oldest: {rows[0]['waited']})"
         )
-    else:
+    elif paused:
         subject = f"Night Watch Memory: {len(paused)} webhook endpoint{'s' if len(paused) != 1 else ''} paused"
+    else:
+        n = len(expiring)
+        subject = f"Night Watch Memory: {n} lesson{'s' if n != 1 else ''} expire{'' if n != 1 else 's'} within {EXPIRING_SOON_DAYS} days"
     message = EmailMultiAlternatives(
         subject, render_to_string("memory/digest/email.txt", context), settings.DEFAULT_FROM_EMAIL, [user.email]
     )
@@ -81,7 +96,13 @@ def digest_send_all(*, force=False, now=None):
     for user in digest_recipients():
         if not force and recent.get(user.pk) and now - recent[user.pk] < RESEND_AFTER:
             continue
-        message = digest_message(user=user, items=digest_items_for(user), now=now, paused=paused_endpoints_for(user))
+        message = digest_message(
+            user=user,
+            items=digest_items_for(user),
+            now=now,
+            paused=paused_endpoints_for(user),
+            expiring=digest_expiring_for(user, today=timezone.localdate(now)),
+        )
         if message is not None:
             messages.append(message)
             sent_to.append(user)

@@ -6,6 +6,7 @@ the offline engine.
 """
 
 from contextlib import contextmanager
+from dataclasses import replace
 
 from django.conf import settings
 
@@ -32,13 +33,20 @@ def engine_config(persona):
     )
 
 
-def get_engine(persona, *, memory=None):
+def get_engine(persona, *, memory=None, provider="", model=""):
+    """The persona's engine; `provider` (and `model`) for a feature with an engine setting of its own,
+    keeping the persona's model and endpoint only when they are for that provider."""
     if persona is None and memory is not None:
         persona = memory.persona
     recorder = CallRecorder(persona=persona, memory=memory)
     if _override is not None:
         return _overridden(_override, persona, memory, recorder)
-    return engine_for_config(engine_config(persona), recorder)
+    config = engine_config(persona)
+    if provider and provider != config.provider:
+        config = replace(config, provider=provider, model="", base_url="")
+    if model:
+        config = replace(config, model=model)
+    return engine_for_config(config, recorder)
 
 
 def engine_for_config(config, recorder):

@@ -32,7 +32,7 @@ from memory.formats.nightwatch import (
     parse_bullet,
 )
 from memory.models import Lesson, LessonStatus, Tier
-from memory.selectors import lesson_rows_with_refs
+from memory.selectors import lesson_rows_with_refs, unexpired
 
 SOUL, MEMORY, TOOLS, AGENTS = "SOUL.md", "MEMORY.md", "TOOLS.md", "AGENTS.md"
 DAILY_DIR, LEARNINGS_DIR = "memory", ".learnings"
@@ -180,7 +180,8 @@ def working_file_for(lesson):
 def render_workspace_files(memory):
     """{relative path: (text, lesson count)} for one memory."""
     rows = lesson_rows_with_refs(
-        Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE)
+        # As compiled memory: a lesson is not written from its expires_on day on.
+        Lesson.objects.filter(unexpired(), memory=memory, status=LessonStatus.ACTIVE)
         .exclude(unparsed=True)
         .order_by("lesson_date", "id")
     )

@@ -48,6 +48,8 @@ class NewLesson(NamedTuple):
     refs: Sequence[Ref] = ()  # in order
     relevance: str = Relevance.MEDIUM
     protected: bool = False
+    expires_on: date | None = None
+    expires_when: str = ""
     derived_from: Sequence[int] = ()  # ids of the lessons it was made from
 
 

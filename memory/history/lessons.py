@@ -17,6 +17,7 @@ from memory.history.batches import Actor, batch_create, memory_bump_version, rec
 from memory.history.snapshots import lesson_snapshot, replace_refs
 from memory.history.validation import clean_refs, validate_lesson_fields
 from memory.models import (
+    ActorType,
     Change,
     ChangeBatch,
     Lesson,
@@ -28,6 +29,7 @@ from memory.models import (
     content_hash,
 )
 from memory.signals import working_lessons_added
+from memory.textcheck import check_text
 
 
 @transaction.atomic
@@ -50,10 +52,13 @@ def lesson_create(
     source_entry_ids: Iterable[str] = (),
     observed_at: datetime | None = None,
     vague: bool = False,
+    expires_on: date | None = None,
+    expires_when: str = "",
     bump: bool = True,
 ) -> Lesson:
     text = (text or "").strip()
     validate_lesson_fields(tier=tier, category=category, text=text, relevance=relevance)
+    expires_when = _checked_expiry(tier=tier, expires_on=expires_on, expires_when=expires_when, actor=actor)
     refs = clean_refs(refs)
     if batch is None:
         batch = batch_create(memory=memory, kind=ChangeBatch.Kind.MANUAL, actor=actor, reason=reason)
@@ -72,6 +77,8 @@ def lesson_create(
         source_entry_ids=list(source_entry_ids),
         observed_at=observed_at,
         vague=vague,
+        expires_on=expires_on,
+        expires_when=expires_when,
         content_hash=content_hash(text),
     )
     replace_refs(lesson, refs, new=True)
@@ -286,6 +293,51 @@ def lesson_set_protected(
     return lesson
 
 
+EXPIRES_WHEN_MAX_CHARS = 300
+
+
+def _checked_expiry(*, tier: str, expires_on: Any, expires_when: str, actor: Actor) -> str:
+    """expires_when cleaned, or an error: a date that is not one, an unreadable condition, or an
+    agent or job dating a core lesson (core lessons expire only by a person's decision)."""
+    expires_when = check_text((expires_when or "").strip(), field="expires_when", max_chars=EXPIRES_WHEN_MAX_CHARS)
+    if expires_on is not None and (not isinstance(expires_on, date) or isinstance(expires_on, datetime)):
+        raise ValidationError({"expires_on": ["expires on must be a date (YYYY-MM-DD)"]})
+    if (expires_on is not None or expires_when) and tier == Tier.CORE and actor.type != ActorType.USER:
+        raise PermissionDenied("a core lesson expires only by a person's decision")
+    return expires_when
+
+
+@transaction.atomic
+def lesson_set_expiry(
+    *,
+    lesson: Lesson,
+    expires_on: date | None,
+    expires_when: str = "",
+    actor: Actor,
+    reason: str = "",
+    batch: ChangeBatch | None = None,
+    bump: bool = True,
+) -> Lesson:
+    """Give a live lesson the day it stops holding (expires_on) and/or the event it holds until
+    (expires_when), or clear both (None, ""): a lesson past its day is compiled no more, and
+    clearing restores it. A change like any edit: recorded, and undone by reverting its batch.
+
+    A core lesson is permanent until a person decides otherwise: only a person may date it.
+    """
+
+    def apply(obj: Lesson) -> None:
+        if obj.status != LessonStatus.ACTIVE:
+            raise ValidationError(f"lesson {obj.pk} is {obj.status}; only a live lesson can expire")
+        obj.expires_on = expires_on
+        obj.expires_when = _checked_expiry(tier=obj.tier, expires_on=expires_on, expires_when=expires_when, actor=actor)
+        obj.save(update_fields=["expires_on", "expires_when"])
+
+    lesson, _ = _mutate(
+        lesson, actor=actor, reason=reason, action=Change.Action.UPDATE, batch=batch, change_fn=apply, bump=bump
+    )
+    return lesson
+
+
 @transaction.atomic
 def lesson_confirm(*, lesson: Lesson, interaction: Any = None, confirmed_on: date | None = None) -> LessonConfirmation:
     """The same lesson was learned again: count the confirmation, store nothing twice."""
@@ -327,6 +379,8 @@ class LessonDraft:
     refs: Any = ()
     relevance: str = Relevance.MEDIUM
     vague: bool = False
+    expires_on: date | None = None
+    expires_when: str = ""
 
 
 def lessons_append_or_confirm(
@@ -347,6 +401,8 @@ def lessons_append_or_confirm(
     lesson. `reason` is text or a function of the position of the first new draft. A draft repeating
     an earlier one of the same call counts as that one, confirmed once. When lessons were added, the
     version is bumped once and `working_lessons_added` is sent (by `sender`) after the commit.
+    A confirmation leaves the confirmed lesson as it is, its expiry included (a draft's expiry
+    dates only the lesson it creates).
     Returns [(lesson, "created" | "confirmed")], one per draft.
     """
     batch = section = None
@@ -387,6 +443,8 @@ def lessons_append_or_confirm(
             section=section,
             interaction=interaction,
             vague=draft.vague,
+            expires_on=draft.expires_on,
+            expires_when=draft.expires_when,
             bump=False,
         )
         seen[digest] = lesson

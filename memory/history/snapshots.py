@@ -30,6 +30,13 @@ class LessonColumn(NamedTuple):
     bulk: str  # ROW, IF_SET or DEFAULT
     to_json: Callable[[Any], Any] | None = None  # field value -> snapshot value (None: kept as it is)
     from_json: Callable[[Any], Any] | None = None  # snapshot value -> field value (None: kept as it is)
+    # Recorded only when it differs from the model's default: snapshots taken before the column
+    # existed still equal the lesson's snapshot now, so their batches stay revertible.
+    only_if_set: bool = False
+
+
+def _optional(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda value: None if value is None else convert(value)
 
 
 LESSON_COLUMNS = (
@@ -41,6 +48,15 @@ LESSON_COLUMNS = (
     LessonColumn("protected", recorded=True, bulk=IF_SET),
     LessonColumn("status", recorded=True, bulk=DEFAULT),
     LessonColumn("lesson_date", recorded=True, bulk=ROW, to_json=date.isoformat, from_json=date.fromisoformat),
+    LessonColumn(
+        "expires_on",
+        recorded=True,
+        bulk=IF_SET,
+        to_json=_optional(date.isoformat),
+        from_json=_optional(date.fromisoformat),
+        only_if_set=True,
+    ),
+    LessonColumn("expires_when", recorded=True, bulk=IF_SET, only_if_set=True),
     LessonColumn("section", recorded=False, bulk=ROW),
     LessonColumn("undated", recorded=False, bulk=ROW),
     LessonColumn("unparsed", recorded=False, bulk=ROW),
@@ -67,12 +83,17 @@ def lesson_snapshot(lesson: Any, refs: Sequence[Any] | None = None) -> dict[str,
 _RECORDED_NAMES = tuple(c.name for c in RECORDED)
 _read_recorded = attrgetter(*_RECORDED_NAMES)
 _CONVERTED = tuple((c.name, c.to_json) for c in RECORDED if c.to_json is not None)
+_ONLY_IF_SET = tuple((c.name, field_default(c.name)) for c in RECORDED if c.only_if_set)
 
 
 def _snapshot(lesson: Any, ref_texts: list[str]) -> dict[str, Any]:
     snapshot = dict(zip(_RECORDED_NAMES, _read_recorded(lesson)))
+    for name, default in _ONLY_IF_SET:
+        if snapshot[name] == default:
+            del snapshot[name]
     for name, to_json in _CONVERTED:
-        snapshot[name] = to_json(snapshot[name])
+        if name in snapshot:
+            snapshot[name] = to_json(snapshot[name])
     snapshot["refs"] = ref_texts
     return snapshot
 
@@ -80,6 +101,9 @@ def _snapshot(lesson: Any, ref_texts: list[str]) -> dict[str, Any]:
 def apply_snapshot(lesson: Lesson, snapshot: dict[str, Any]) -> None:
     """Give the lesson the state `snapshot` recorded (a revert), its refs included; saves it."""
     for c in RECORDED:
+        if c.name not in snapshot and c.only_if_set:
+            setattr(lesson, c.name, field_default(c.name))
+            continue
         value = snapshot[c.name]
         setattr(lesson, c.name, value if c.from_json is None else c.from_json(value))
     if lesson.status != LessonStatus.SUPERSEDED:

@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db.models import Count, Prefetch, Q, QuerySet
+from django.utils import timezone
 
 from memory.formats.lines import render_core, render_working
 from memory.models import Change, ChangeBatch, Lesson, LessonRef, LessonStatus, Memory, Tier
@@ -168,8 +169,9 @@ class BudgetState:
 
 
 def budget_state(memory: Memory) -> BudgetState:
-    """BudgetState of one memory, cached per memory version (every mutation bumps it)."""
-    key = f"nw:dash:budget:{memory.pk}:{memory.version}"
+    """BudgetState of one memory, cached per memory version (every mutation bumps it) and day (an
+    expiring lesson leaves compiled memory on its day without a new version)."""
+    key = f"nw:dash:budget:{memory.pk}:{memory.version}:{timezone.localdate().isoformat()}"
     state = cache.get(key)
     if state is None:
         compiled = compile_memory(memory)
@@ -187,6 +189,7 @@ STATUS_CHOICES = [
     ("promoted", "Promoted"),
     ("superseded", "Superseded"),
     ("deleted", "Deleted"),
+    ("expired", "Expired (waiting for a decision)"),
     ("all", "Any status"),
 ]
 
@@ -210,7 +213,9 @@ def lesson_queryset(
         lessons = lessons.filter(category="" if category == "none" else category)
     if relevance:
         lessons = lessons.filter(relevance=relevance)
-    if status and status != "all":
+    if status == "expired":  # live lessons past their day, no longer given to agents
+        lessons = lessons.filter(status=LessonStatus.ACTIVE, expires_on__lte=timezone.localdate())
+    elif status and status != "all":
         lessons = lessons.filter(status=status)
     if q:
         lessons = lessons.filter(Q(text__icontains=q) | Q(refs__path__icontains=q)).distinct()

@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 from urllib.parse import quote
 
 import anyio.to_thread
+from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import close_old_connections
@@ -34,7 +35,9 @@ from memory.api.selectors import (
     OutOfScope,
     appended_out,
     context_payload,
+    expiry_set_out,
     interaction_out,
+    lesson_for_write,
     lesson_line,
     lesson_page,
     read_scope,
@@ -43,7 +46,12 @@ from memory.api.selectors import (
     text_with_ids,
     write_scope,
 )
-from memory.api.services import agent_interaction_submit, agent_lessons_write
+from memory.api.services import (
+    LessonNotLive,
+    agent_interaction_submit,
+    agent_lesson_set_expiry,
+    agent_lessons_write,
+)
 from memory.refs.models import NEEDS_REVIEW
 
 SERVER_NAME = "night-watch-memory"
@@ -56,8 +64,10 @@ Night Watch Memory keeps what this agent has learned about a project: core lesso
 people, permanent) and working memory (recent, compactable). Call get_memory at the start of a
 task and follow it. Record what you learn as you go: save_fact for a lasting decision or fact,
 log_learning for an insight, log_error for an error and its fix, daily_log for progress notes;
-everything you write lands in working memory, and only people promote it to core. recall shows
-where a lesson came from; find_lessons lists the lessons about a file or folder."""
+everything you write lands in working memory, and only people promote it to core. A lesson that
+holds only for a while takes expires_on (a day) or expires_when (an event); set_expiry dates or
+undates a working lesson later. recall shows where a lesson came from; find_lessons lists the
+lessons about a file or folder."""
 
 MCP_USAGE = """How to use this memory: core lessons are permanent and approved; working memory holds
 recent observations, newest last, and the newest wins when two disagree. Do not redo work recorded
@@ -118,7 +128,7 @@ def _tool_errors(func):
     def run(*args, **kwargs):
         try:
             return func(*args, **kwargs)
-        except (OutOfScope, NotFound) as exc:
+        except (OutOfScope, NotFound, PermissionDenied, LessonNotLive) as exc:
             raise ToolError(str(exc)) from None
         except PydanticValidationError as exc:
             fields = s.field_errors(exc.errors())
@@ -155,6 +165,21 @@ Refs = Annotated[
     Field(
         description="Code the lesson is about: paths inside the project, optionally with lines, "
         "e.g. 'src/auth/middleware.py#L23-L30' or a folder 'src/auth/'. At most 20."
+    ),
+]
+ExpiresOnArg = Annotated[
+    str | None,
+    Field(
+        description="Only for a lesson that holds for a while: the first day it no longer holds, YYYY-MM-DD "
+        "(from that day on it leaves your memory)."
+    ),
+]
+ExpiresWhenArg = Annotated[
+    str | None,
+    Field(
+        description="Only for a lesson that holds until something happens: that event, in words, e.g. "
+        "'the 2.3 rollout reaches 100 %' or 'upstream fixes #1234'. A later lesson saying it happened "
+        "asks a person to retire this one."
     ),
 ]
 RelevanceArg = Annotated[
@@ -262,16 +287,30 @@ def _append(tool, persona, project, **fields):
             f"Lesson {lesson['id']} already said this; it is counted as a confirmation "
             f"(memory version {data['version']})."
         )
+        if item.expires_on or item.expires_when:
+            text += f" Its expiry is unchanged{_expiry_words(lesson)}; use set_expiry to change it."
     else:
         text = (
-            f"Saved lesson {lesson['id']} to working memory as {lesson['category']}: {lesson['text']} "
-            f"(memory version {data['version']})."
+            f"Saved lesson {lesson['id']} to working memory as {lesson['category']}: {lesson['text']}"
+            f"{_expiry_words(lesson)} (memory version {data['version']})."
         )
     return _result(text, data)
 
 
+def _expiry_words(lesson):
+    """' (until …; expires on …)' for a dated lesson dict, '' for a permanent one."""
+    parts = []
+    if lesson.get("expires_when"):
+        parts.append(f"until {lesson['expires_when']}")
+    if lesson.get("expires_on"):
+        parts.append(f"expires on {lesson['expires_on']}")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _APPENDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+# Setting an expiry replaces the lesson's expiry (the same call twice changes nothing) and can be reverted.
+_SETS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
 def _register(server: MCPServer) -> None:
@@ -383,10 +422,22 @@ def _register_lesson_tools(server: MCPServer) -> None:
         ] = None,
         refs: Refs = None,
         relevance: RelevanceArg = None,
+        expires_on: ExpiresOnArg = None,
+        expires_when: ExpiresWhenArg = None,
         project: ProjectArg = None,
         persona: PersonaArg = None,
     ) -> CallToolResult:
-        return _append("save_fact", persona, project, text=text, category=category, refs=refs, relevance=relevance)
+        return _append(
+            "save_fact",
+            persona,
+            project,
+            text=text,
+            category=category,
+            refs=refs,
+            relevance=relevance,
+            expires_on=expires_on,
+            expires_when=expires_when,
+        )
 
     @server.tool(
         annotations=_APPENDS,
@@ -406,10 +457,22 @@ def _register_lesson_tools(server: MCPServer) -> None:
         ] = None,
         refs: Refs = None,
         relevance: RelevanceArg = None,
+        expires_on: ExpiresOnArg = None,
+        expires_when: ExpiresWhenArg = None,
         project: ProjectArg = None,
         persona: PersonaArg = None,
     ) -> CallToolResult:
-        return _append("log_learning", persona, project, text=text, category=category, refs=refs, relevance=relevance)
+        return _append(
+            "log_learning",
+            persona,
+            project,
+            text=text,
+            category=category,
+            refs=refs,
+            relevance=relevance,
+            expires_on=expires_on,
+            expires_when=expires_when,
+        )
 
     @server.tool(
         annotations=_APPENDS,
@@ -426,10 +489,54 @@ def _register_lesson_tools(server: MCPServer) -> None:
         error: Annotated[str, Field(description="The error message that was seen, at most 1000 characters.")],
         refs: Refs = None,
         relevance: RelevanceArg = None,
+        expires_on: ExpiresOnArg = None,
+        expires_when: ExpiresWhenArg = None,
         project: ProjectArg = None,
         persona: PersonaArg = None,
     ) -> CallToolResult:
-        return _append("log_error", persona, project, text=text, error=error, refs=refs, relevance=relevance)
+        return _append(
+            "log_error",
+            persona,
+            project,
+            text=text,
+            error=error,
+            refs=refs,
+            relevance=relevance,
+            expires_on=expires_on,
+            expires_when=expires_when,
+        )
+
+    @server.tool(
+        annotations=_SETS,
+        description=(
+            "Date or undate one of your working lessons (by id): expires_on is the first day it no longer "
+            "holds (YYYY-MM-DD), expires_when the event it holds until, in words. The two given replace the "
+            "lesson's expiry; give neither to make it permanent again. Use it when a lesson turns out to be "
+            "temporary (a workaround until a fix ships, a freeze for a week). Core lessons are refused: a "
+            "person decides when they expire. Recorded in the lesson's history; people can revert it."
+        ),
+    )
+    @db_work
+    @_tool_errors
+    def set_expiry(
+        lesson_id: Annotated[int, Field(description="The lesson's id.", ge=1)],
+        expires_on: ExpiresOnArg = None,
+        expires_when: ExpiresWhenArg = None,
+    ) -> CallToolResult:
+        token = _agent()
+        wanted = s.ExpiryIn(expires_on=expires_on, expires_when=expires_when)
+        lesson = lesson_for_write(token, lesson_id)
+        lesson, changed = agent_lesson_set_expiry(
+            token=token.model, lesson=lesson, expires_on=wanted.expires_on, expires_when=wanted.expires_when
+        )
+        data = expiry_set_out(lesson)
+        words = _expiry_words(data) or " (permanent)"
+        text = (
+            f"Lesson {data['id']} now{words} (memory version {data['version']})."
+            if changed
+            else f"Lesson {data['id']} already had this expiry{words}; nothing changed."
+        )
+        return _result(text, data)
 
 
 def _register_progress_tools(server: MCPServer) -> None:
@@ -446,9 +553,16 @@ def _register_progress_tools(server: MCPServer) -> None:
     @db_work
     @_tool_errors
     def daily_log(
-        text: Text, refs: Refs = None, project: ProjectArg = None, persona: PersonaArg = None
+        text: Text,
+        refs: Refs = None,
+        expires_on: ExpiresOnArg = None,
+        expires_when: ExpiresWhenArg = None,
+        project: ProjectArg = None,
+        persona: PersonaArg = None,
     ) -> CallToolResult:
-        return _append("daily_log", persona, project, text=text, refs=refs)
+        return _append(
+            "daily_log", persona, project, text=text, refs=refs, expires_on=expires_on, expires_when=expires_when
+        )
 
     @server.tool(
         annotations=_APPENDS,

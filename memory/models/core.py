@@ -234,6 +234,12 @@ class Lesson(models.Model):
                 name="lesson_must_keep",
                 condition=models.Q(protected=True) | models.Q(relevance="critical"),
             ),
+            # The review queue counts the live lessons past their day on every page; few lessons have one.
+            models.Index(
+                fields=["expires_on"],
+                name="lesson_expires_on",
+                condition=models.Q(expires_on__isnull=False, status="active"),
+            ),
         ]
         constraints = [
             models.CheckConstraint(
@@ -259,6 +265,15 @@ class Lesson(models.Model):
     def save(self, *args, **kwargs):
         self.content_hash = content_hash(self.text)
         super().save(*args, **kwargs)
+
+    @property
+    def is_expired(self):
+        """A live lesson past its day: no longer compiled, and waiting for a person to restore or retire it."""
+        return (
+            self.status == LessonStatus.ACTIVE
+            and self.expires_on is not None
+            and self.expires_on <= timezone.localdate()
+        )
 
     @property
     def is_must_keep(self):

@@ -29,22 +29,60 @@ def words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w != "_"]
 
 
-@lru_cache(maxsize=50_000)
-def word_stems(word: str) -> tuple[str, ...]:
-    """The word's stems in each language, without repeats (the word itself when no stemmer changes it)."""
+def _stems_of(word: str) -> tuple[str, ...]:
     seen: dict[str, None] = {}
     for stemmer in _STEMMERS:
         seen.setdefault(stemmer.stemWord(word), None)
     return tuple(seen)
 
 
+@lru_cache(maxsize=50_000)
+def word_stems(word: str) -> tuple[str, ...]:
+    """The word's stems in each language, without repeats (the word itself when no stemmer changes it)."""
+    return _stems_of(word)
+
+
+class _DifferingStems(dict):
+    """word → its stems that differ from it, space separated ("" when none): what a word adds to the
+    index's stems column. A store's words repeat from lesson to lesson, so each is stemmed once; a
+    number is never stemmed (no stemmer changes digits) nor kept. Emptied when it holds
+    INDEX_WORDS_KEPT words, so a store of endless distinct words cannot grow it without bound."""
+
+    def __missing__(self, word: str) -> str:
+        if word.isdigit() and word.isascii():
+            return ""
+        if len(self) >= INDEX_WORDS_KEPT:
+            self.clear()
+        value = self[word] = " ".join(s for s in _stems_of(word) if s != word)
+        return value
+
+
+class _ChunkStems(dict):
+    """The same for a lower-cased run of text between spaces (`refund.py`, `(case`, `retried,`): its
+    words' differing stems, joined. Splitting at spaces is much cheaper than the word regex, and such
+    runs repeat as words do; no word spans a space, so the words of the runs are the text's words."""
+
+    def __missing__(self, chunk: str) -> str:
+        value = " ".join(filter(None, map(_differing_stems, _WORD.findall(chunk))))
+        if len(self) >= INDEX_WORDS_KEPT:
+            self.clear()
+        self[chunk] = value
+        return value
+
+
+INDEX_WORDS_KEPT = 200_000
+_differing_stems = _DifferingStems().__getitem__
+_chunk_stems = _ChunkStems().__getitem__
+
+
 def stems(text: str | None) -> str:
     """The index's second column: the words' stems that differ from the word, space separated (SQLite
-    calls it as `nw_stems`)."""
+    calls it as `nw_stems` for every lesson written, so it is kept to a split, a lookup per run of
+    text and a join)."""
     if not text:
         return ""
     # A stem equal to its word is in the text column already (the query looks for stems there too).
-    return " ".join(s for w in words(text) for s in word_stems(w) if s != w)
+    return " ".join(filter(None, map(_chunk_stems, text.lower().split())))
 
 
 def clean(query: str) -> str:

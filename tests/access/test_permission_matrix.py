@@ -17,6 +17,7 @@ To add a URL: one row in ROWS. Run on PostgreSQL in CI with DATABASE_URL set (sa
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date, timedelta
 
 import pytest
 from django.contrib.auth.models import Group
@@ -24,10 +25,12 @@ from django.db import connection
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
+from memory import services
 from memory.models import (
     Change,
     ChangeBatch,
     CompactionProposal,
+    ExpiryProposal,
     Interaction,
     Lesson,
     LessonConflict,
@@ -121,6 +124,12 @@ ROWS = {
     "conflicts:bulk": Row(APPROVE, lambda o: {}, list_page=True),
     "conflicts:detail": Row(VIEW, lambda o: {"pk": o["lesson_conflict"].pk}),
     "conflicts:decide": Row(APPROVE, lambda o: {"pk": o["lesson_conflict"].pk}),
+    "conflicts:reopen": Row(APPROVE, lambda o: {"pk": o["lesson_conflict"].pk}),
+    "conflicts:expiries": Row(VIEW, lambda o: {}, list_page=True),
+    "conflicts:expiries-bulk": Row(APPROVE, lambda o: {}, list_page=True),
+    "conflicts:expiry-decide": Row(APPROVE, lambda o: {"pk": o["expiry_proposal"].pk}),
+    "conflicts:expired-restore": Row(APPROVE, lambda o: {"lesson_id": o["expired_lesson"].pk}),
+    "conflicts:expired-retire": Row(APPROVE, lambda o: {"lesson_id": o["expired_lesson"].pk}),
 }
 
 # Patterns outside the team rules, each with the reason and the tests that cover it.
@@ -142,6 +151,7 @@ NOT_TEAM_SCOPED = {
     "api-v1:lessons_append": "agent token",
     "api-v1:lessons_list": "agent token",
     "api-v1:lesson_recall": "agent token",
+    "api-v1:lesson_expiry_set": "agent token",
     "api-v1:api-root": "API index, no data",
     # Single sign-on: pages of the sign-in itself (test_sso_pages_for_every_person below, tests/sso/).
     "login_local": "the break-glass password login (superusers only with LOCAL_LOGIN=off: tests/sso/test_recheck.py)",
@@ -243,7 +253,17 @@ def _team_world(label):
     lesson_conflict = LessonConflict.objects.create(
         memory=memory, older=notes[0], newer=notes[1], relation="contradicts", evidence="3 vs 5", fingerprint=label
     )
+    expiry_proposal = ExpiryProposal.objects.create(
+        memory=memory, lesson=notes[2], expires_on=date(2027, 1, 1), evidence="until 2027-01-01"
+    )
+    expired_lesson = services.lesson_set_expiry(
+        lesson=make_lesson(memory, f"Expired note of {label}"),
+        expires_on=timezone.localdate() - timedelta(days=1),
+        actor=services.Actor.system("tests"),
+    )
     return {
+        "expiry_proposal": expiry_proposal,
+        "expired_lesson": expired_lesson,
         "lesson_conflict": lesson_conflict,
         "team": team,
         "persona": persona,
@@ -284,7 +304,8 @@ def world(django_user_model):
 def _fingerprint():
     """What any write of these views would change, read straight from the tables."""
     return (
-        list(Lesson.objects.order_by("id").values_list("id", "status", "protected", "text")),
+        list(Lesson.objects.order_by("id").values_list("id", "status", "protected", "text", "expires_on")),
+        list(ExpiryProposal.objects.order_by("id").values_list("id", "status")),
         Change.objects.count(),
         ChangeBatch.objects.count(),
         list(PromotionCandidate.objects.order_by("id").values_list("id", "status")),
@@ -377,6 +398,9 @@ def test_api_ignores_sessions(world, client):
         f"/api/v1/lessons/{own['lesson'].pk}",
     ):
         assert client.get(path).status_code == 401, path
+    expiry = f"/api/v1/lessons/{own['lesson'].pk}/expiry"
+    assert client.put(expiry, {"expires_on": "2027-01-01"}, content_type="application/json").status_code == 401
+    assert Lesson.objects.get(pk=own["lesson"].pk).expires_on is None
 
 
 def test_matrix_runs_on_the_configured_database():

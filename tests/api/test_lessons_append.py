@@ -59,7 +59,15 @@ def test_tool_mapping(agent, persona, project, item, category, text, relevance):
     lesson = Lesson.objects.get()
     assert (lesson.tier, lesson.category, lesson.text, lesson.relevance) == ("working", category, text, relevance)
     assert response.json()["lessons"] == [
-        {"id": lesson.pk, "status": "created", "tier": "working", "category": category, "text": text}
+        {
+            "id": lesson.pk,
+            "status": "created",
+            "tier": "working",
+            "category": category,
+            "text": text,
+            "expires_on": None,
+            "expires_when": "",
+        }
     ]
     batch = ChangeBatch.objects.get()
     assert batch.kind == "agent" and batch.actor_type == "agent" and batch.actor_label.startswith("agent token nwm_")
@@ -104,6 +112,8 @@ def test_exact_duplicate_confirms_instead_of_copying(agent, persona, project, me
         "tier": "working",
         "category": "OBSERVATION",
         "text": "Cache keys carry the version",
+        "expires_on": None,
+        "expires_when": "",
     }
     assert Lesson.objects.count() == 1
     assert LessonConfirmation.objects.get().lesson == existing
@@ -124,6 +134,12 @@ def test_exact_duplicate_confirms_instead_of_copying(agent, persona, project, me
         ({"tool": "log_learning", "text": "x", "refs": ["a.py#L0"]}, "lessons.0.refs"),
         ({"tool": "log_learning", "text": "x", "refs": "a.py"}, "lessons.0.refs"),
         ({"tool": "log_error", "text": "x" * 1990, "error": "a long error message"}, "lessons.0.text"),
+        ({"tool": "save_fact", "text": "x", "expires_on": "1.3.2026"}, "lessons.0.expires_on"),
+        ({"tool": "save_fact", "text": "x", "expires_on": "2026-02-30"}, "lessons.0.expires_on"),
+        ({"tool": "save_fact", "text": "x", "expires_on": 1767225600}, "lessons.0.expires_on"),
+        ({"tool": "save_fact", "text": "x", "expires_on": "2026-03-01T00:00:00Z"}, "lessons.0.expires_on"),
+        ({"tool": "save_fact", "text": "x", "expires_when": "two\nlines"}, "lessons.0.expires_when"),
+        ({"tool": "save_fact", "text": "x", "expires_when": "y" * 301}, "lessons.0.expires_when"),
     ],
 )
 def test_bad_lesson_names_the_field_and_nothing_is_written(agent, persona, project, item, field):
@@ -166,3 +182,34 @@ def test_neither_tool_nor_category_is_refused_and_writes_nothing(agent, persona,
     # Without a tool a lesson takes the category-only shape, whose schema requires the category.
     assert response.json()["fields"] == {"lessons.1.category": ["Field required"]}
     assert not Lesson.objects.exists()
+
+
+def test_a_lesson_written_with_its_expiry(agent, persona, project):
+    item = {
+        "tool": "save_fact",
+        "text": "Skip the e2e suite until the 2.3 rollout reaches 100 %",
+        "expires_on": "2026-09-01",
+        "expires_when": " the 2.3 rollout reaches 100 % ",
+    }
+    response = post(agent, persona, project, item, {"category": "TODO", "text": "Write the release notes"})
+    assert response.status_code == 201, response.content
+    dated, plain = response.json()["lessons"]
+    assert (dated["expires_on"], dated["expires_when"]) == ("2026-09-01", "the 2.3 rollout reaches 100 %")
+    assert (plain["expires_on"], plain["expires_when"]) == (None, "")
+    lesson = Lesson.objects.get(pk=dated["id"])
+    assert (str(lesson.expires_on), lesson.expires_when) == ("2026-09-01", "the 2.3 rollout reaches 100 %")
+    # In the lesson's history, as written by the agent.
+    change = Change.objects.get(lesson=lesson)
+    assert change.after["expires_on"] == "2026-09-01" and change.batch.kind == "agent"
+
+
+def test_a_duplicate_with_an_expiry_confirms_and_leaves_the_lesson_as_it_is(agent, persona, project, memory):
+    existing = make_lesson(memory, "Use the staging mirror")
+    response = post(
+        agent, persona, project, {"tool": "log_learning", "text": "Use the staging mirror", "expires_on": "2026-09-01"}
+    )
+    assert response.status_code == 201
+    answer = response.json()["lessons"][0]
+    assert (answer["id"], answer["status"], answer["expires_on"]) == (existing.pk, "confirmed", None)
+    existing.refresh_from_db()
+    assert existing.expires_on is None

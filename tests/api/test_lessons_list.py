@@ -1,7 +1,11 @@
 """GET /api/v1/memory/{persona}/{project}/lessons?path=&category=&tier=&words="""
 
-import pytest
+from datetime import date
 
+import pytest
+import time_machine
+
+from memory.models import Lesson
 from memory.services import Actor, lesson_delete
 from tests.api.conftest import memory_url
 from tests.factories import make_lesson
@@ -128,3 +132,23 @@ def test_query_count_does_not_grow(agent, persona, project, memory, django_asser
         make_lesson(memory, f"More about src/auth/b{i}.py", refs=[f"src/auth/b{i}.py", "src/auth/common.py"])
     with django_assert_num_queries(4):
         assert agent.get(url, {"path": "src/auth/"}).json()["count"] == 33
+
+
+def test_expired_lessons_are_left_out_from_their_day_and_dated_ones_say_so(agent, persona, project, memory):
+    dated = make_lesson(memory, "Deploys are frozen, see src/deploy.py", refs="src/deploy.py")
+    make_lesson(memory, "Deploy with src/deploy.py", refs="src/deploy.py")
+    Lesson.objects.filter(pk=dated.pk).update(expires_on=date(2026, 3, 9), expires_when="the migration week is over")
+    url = memory_url(persona, project, "lessons")
+    with time_machine.travel(date(2026, 3, 8)):
+        items = {item["id"]: item for item in agent.get(url, {"path": "src/deploy.py"}).json()["items"]}
+        assert (items[dated.pk]["expires_on"], items[dated.pk]["expires_when"]) == (
+            "2026-03-09",
+            "the migration week is over",
+        )
+        assert agent.get(url, {"words": "frozen"}).json()["count"] == 1
+    with time_machine.travel(date(2026, 3, 9)):
+        page = agent.get(url, {"path": "src/deploy.py"}).json()
+        assert dated.pk not in [item["id"] for item in page["items"]] and page["count"] == 1
+        assert agent.get(url, {"words": "frozen"}).json()["count"] == 0
+        # Recall still shows it by id, with its expiry.
+        assert agent.get(f"/api/v1/lessons/{dated.pk}").json()["expires_on"] == "2026-03-09"

@@ -16,11 +16,13 @@ def test_schema_validates_and_lists_every_endpoint(client):
         "/api/v1/memory/{persona}/{project}/lessons",
         "/api/v1/interactions/{interaction_id}",
         "/api/v1/lessons/{lesson_id}",
+        "/api/v1/lessons/{lesson_id}/expiry",
     }
     assert "AgentTokenAuth" in schema["components"]["securitySchemes"]
-    # Agents can only read and append: no endpoint changes or removes anything.
-    methods = {m for ops in schema["paths"].values() for m in ops}
-    assert methods <= {"get", "post"}
+    # Agents can only read and append, and date their working lessons: no endpoint edits or removes anything.
+    methods = {(path, m) for path, ops in schema["paths"].items() for m in ops}
+    assert {m for _, m in methods} <= {"get", "post", "put"}
+    assert {path for path, m in methods if m == "put"} == {"/api/v1/lessons/{lesson_id}/expiry"}
 
 
 def test_docs_page_loads_with_local_assets(client):

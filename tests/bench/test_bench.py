@@ -5,9 +5,12 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
 
 import memory.bench as bench_pkg
 from memory.bench import benchmark, discover
+from memory.models import Lesson
+from memory.search import index as search_index
 
 pytestmark = pytest.mark.django_db
 
@@ -111,3 +114,27 @@ def test_webhooks_benchmark_sends_to_its_receiver_and_reports_latency(registry):
     assert "== webhooks:" in out
     assert "50 events sent by one worker" in out
     assert "decision to delivery, p50 of 10" in out and "decision to delivery, p99 of 10" in out
+
+
+def test_search_import_benchmark_compares_imports_with_and_without_the_index(registry):
+    out = _run("--only", "search-import", "--scale", "0.01")
+    assert "== search-import:" in out
+    for label in (
+        "import of 200 lessons, index kept",
+        "import of 200 lessons, without the index",
+        "import with the index ÷ without (wall)",
+    ):
+        assert label in out
+    assert "target ≤ 1.15 ×" in out and "5 pairs, ratio per pair wall" in out
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            # The index is whole afterwards: every lesson found, those imported without it too (a
+            # warm-up import, then five pairs of 200 lessons).
+            assert not search_index.sqlite_triggers_missing(cursor)
+            cursor.execute("SELECT count(*) FROM memory_lesson_search WHERE memory_lesson_search MATCH 'case'")
+            assert cursor.fetchone()[0] == Lesson.objects.count() == 11 * 200
+        else:
+            # Each import was rolled back with the column's drop: the table is as it was.
+            assert not Lesson.objects.exists()
+            cursor.execute("SELECT count(*) FROM pg_indexes WHERE indexname = 'lesson_search_gin'")
+            assert cursor.fetchone()[0] == 1

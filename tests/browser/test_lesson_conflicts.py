@@ -30,6 +30,6 @@ def test_decide_a_conflict_with_the_keyboard(page, login, make_user):
     button = page.get_by_role("button", name="Keep the newer")
     button.focus()
     page.keyboard.press("Enter")
-    expect(page.locator(".messages")).to_contain_text("Kept the newer lesson")
+    expect(page.locator(f"#conflict-{conflict.pk} .alert-success")).to_contain_text("Kept the newer lesson")
     older.refresh_from_db()
     assert older.status == LessonStatus.SUPERSEDED

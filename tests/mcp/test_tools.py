@@ -16,6 +16,7 @@ TOOLS = [
     "save_fact",
     "log_learning",
     "log_error",
+    "set_expiry",
     "daily_log",
     "report_interaction",
 ]
@@ -99,6 +100,8 @@ def test_appending_tools_write_working_lessons_as_the_api_does(transport, make_t
         "tier": "working",
         "category": "ARCHITECTURE",
         "text": "Jobs live in memory/tasks.py",
+        "expires_on": None,
+        "expires_when": "",
     }
     assert "counted as a confirmation" in text_of(results[4])
     assert LessonConfirmation.objects.filter(lesson=lessons[0]).count() == 1

@@ -1,6 +1,9 @@
 """The query language: what a query asks for, whatever is typed."""
 
-from memory.search.terms import MAX_QUERY_CHARS, fts5_match, parse, pg_prefix_tsquery, stems
+import random
+
+from memory.search import terms
+from memory.search.terms import MAX_QUERY_CHARS, fts5_match, parse, pg_prefix_tsquery, stems, word_stems, words
 
 
 def test_words_phrases_or_and_exclusions():
@@ -27,6 +30,24 @@ def test_stems_cover_english_german_spanish():
     assert "consult" in stems("consultas").split()
     assert stems("refund") == ""  # the word is its own stem: the text column holds it
     assert "retri" in stems("retries").split()
+
+
+def _stems_word_by_word(text):
+    return " ".join(s for w in words(text) for s in word_stems(w) if s != w)
+
+
+def test_stems_are_each_words_differing_stems_in_order(monkeypatch):
+    """The index's stems column is, word by word, the stems that differ from the word, however the
+    text is spaced or punctuated, and stays so when its caches are emptied."""
+    monkeypatch.setattr(terms, "INDEX_WORDS_KEPT", 50)
+    rng = random.Random(5)
+    alphabet = "aeioustrnäöüßñéç_0123456789²١İﬁ\u0301 -/.#<>()\t\n\x1c\x85\xa0\u2028\u3000"
+    texts = ["Refunds retried, Datenbanken (case 12) consultas src/billing/refund.py 2024 ünïcödé"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(2_000)]
+    for text in texts:
+        assert stems(text) == _stems_word_by_word(text), repr(text)
+    assert stems("Refunds, refunds") == "refund refund"  # a word's stems once per occurrence, in order
+    assert stems("") == stems(None) == stems("42 007 3.14") == ""
 
 
 def test_nothing_to_search_for():

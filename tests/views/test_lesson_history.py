@@ -63,3 +63,17 @@ def test_page_size_bounds_the_changes_read_and_shown(
     assert "Edit number 5" in response.content.decode() and "Edit number 1" not in response.content.decode()
     last = client.get(url(lesson), {"page": 3})
     assert len(last.context["entries"]) == 1
+
+
+def test_an_expired_lesson_says_so_and_links_where_to_decide(client_for, viewer, memory):
+    from datetime import date
+
+    from tests.factories import SYSTEM, make_lesson
+
+    lesson = make_lesson(memory, "Skip the flaky suite until the 2.3 rollout reaches 100 %.")
+    services.lesson_set_expiry(
+        lesson=lesson, expires_on=date(2026, 1, 8), expires_when="the 2.3 rollout reaches 100 %", actor=SYSTEM
+    )
+    html = client_for(viewer).get(url(lesson)).content.decode()
+    assert "badge-expired" in html and "Jan 8, 2026" in html and "the 2.3 rollout reaches 100 %" in html
+    assert f"/conflicts/expiries/?show=expired#expired-{lesson.pk}" in html

@@ -178,3 +178,46 @@ def test_a_path_with_lines_matches_the_lessons_whose_ranges_contain_them(client_
     assert found == {covering.pk, whole_file.pk, below.pk}
     # Without lines the filter is the file itself, as before.
     assert len(lesson_ids(client.get(url(memory, "path=src/plugins/auth.ts")).content.decode())) == 5
+
+
+def _expired(memory, text, days_ago=1):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    lesson = make_lesson(memory, text)
+    return services.lesson_set_expiry(
+        lesson=lesson, expires_on=timezone.localdate() - timedelta(days=days_ago), actor=SYSTEM
+    )
+
+
+def test_an_expired_lesson_is_marked_and_waits_in_the_memorys_queue(client_for, viewer, approver, memory):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    expired = _expired(memory, "Use the staging mirror for the migration week.")
+    soon = make_lesson(memory, "Banner stays up until the sale ends.")
+    services.lesson_set_expiry(
+        lesson=soon, expires_on=timezone.localdate() + timedelta(days=5), expires_when="the sale ends", actor=SYSTEM
+    )
+    html = client_for(viewer).get(url(memory)).content.decode()
+    row = html[html.index(f'id="lesson-{expired.pk}"') :]
+    row = row[: row.index("</article>")]
+    assert "badge-expired" in row and "Expired" in row and "Not in prompt" not in row
+    assert "conflicts/expiries/lessons" not in row  # a viewer reads only
+    later = html[html.index(f'id="lesson-{soon.pk}"') :]
+    assert "Expires " in later[: later.index("</article>")] and "Until the sale ends" in later
+    assert 'data-review="expired">1 expired lesson' in html
+    assert f"expired-{expired.pk}" in html  # the queue links the lesson's row on the expiries page
+
+    approver_html = client_for(approver).get(url(memory)).content.decode()
+    assert f"/conflicts/expiries/lessons/{expired.pk}/restore/" in approver_html
+
+
+def test_the_status_filter_lists_expired_lessons(client_for, viewer, memory):
+    expired = _expired(memory, "Old mirror note.")
+    live = make_lesson(memory, "Live note.")
+    html = client_for(viewer).get(url(memory, "status=expired")).content.decode()
+    assert lesson_ids(html) == [expired.pk]
+    assert set(lesson_ids(client_for(viewer).get(url(memory)).content.decode())) == {expired.pk, live.pk}

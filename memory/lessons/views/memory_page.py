@@ -37,7 +37,8 @@ def lesson_rows(memory, lessons, budget):
     rows, previous_in_prompt = [], {}
     for lesson in lessons:
         refs = [(ref, ref_permalink(memory.project, ref)) for ref in lesson.refs.all()]
-        active = lesson.status == LessonStatus.ACTIVE
+        # An expired lesson is out of the prompt by its date, not by the budget: no budget marker for it.
+        active = lesson.status == LessonStatus.ACTIVE and not lesson.is_expired
         in_prompt = active and lesson.pk not in cut
         marker = ""
         if active:
@@ -48,7 +49,13 @@ def lesson_rows(memory, lessons, budget):
                 marker = "cut-end"
             previous_in_prompt[lesson.tier] = in_prompt
         rows.append(
-            {"lesson": lesson, "refs": refs, "active": active, "cut": active and not in_prompt, "marker": marker}
+            {
+                "lesson": lesson,
+                "refs": refs,
+                "active": lesson.status == LessonStatus.ACTIVE,
+                "cut": active and not in_prompt,
+                "marker": marker,
+            }
         )
     return rows
 

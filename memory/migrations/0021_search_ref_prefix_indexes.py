@@ -17,6 +17,6 @@ def drop(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memory", "0018_lesson_search_index")]
+    dependencies = [("memory", "0020_expiry_decisions")]
 
     operations = [migrations.RunPython(create, drop, elidable=False)]
