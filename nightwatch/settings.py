@@ -166,6 +166,14 @@ if _database_url:
         _db = dj_database_url.parse(_database_url, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))
     except Exception as exc:  # the library raises several types for a malformed URL
         raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from None
+    if "postgresql" in _db.get("ENGINE", ""):
+        # No JIT compilation: the planner turns it on by cost, and on a large store a page's few-row count
+        # (the nav's review queue, search's match set) then spends 100-250 ms compiling for a 1 ms query.
+        # work_mem 32MB: a search for common words collects tens of thousands of index matches, and in the
+        # default 4MB their bitmap turns lossy (every row of those pages is read and checked again: 6x
+        # slower at a million lessons). Options the URL gives come after these, so they win.
+        _options = _db.setdefault("OPTIONS", {})
+        _options["options"] = f"-c jit=off -c work_mem=32MB {_options.get('options', '')}".strip()
     DATABASES = {"default": _db}
 else:
     DATABASES = {

@@ -11,16 +11,37 @@ Exits non-zero when schemathesis found a problem; its report says which request 
 """
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from pathlib import Path
 
 from memory.bench.serving import ROOT, gunicorn, seed_memory, server_env
 
 PERSONA = "Fuzz"
 PROJECT = "fuzz-app"
+# Lessons in the memory from the start, so a generated `words=` search reaches the index with rows to
+# match and rank (and their text to mark), not only an empty table.
+SEED_LESSONS = [
+    {"category": "OBSERVATION", "text": "Retrying the Stripe webhook after 30 s avoids the duplicate refund"},
+    {"category": "PATTERN", "text": "Pin pydantic<2 in src/billing/requirements.txt until the models move"},
+    {"category": "DECISION", "text": "Die Datenbankverbindungen werden nach jeder Abfrage geschlossen"},
+    {"category": "OBSERVATION", "text": 'La consulta de pagos falla con "npm ci" y #L20 en utf-8'},
+]
+
+
+def _seed_lessons(base, token):
+    request = urllib.request.Request(
+        f"{base}/memory/{PERSONA}/{PROJECT}/lessons",
+        data=json.dumps({"lessons": SEED_LESSONS}).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 201, response.status
 
 
 def _schemathesis():
@@ -52,6 +73,7 @@ def run(*, seconds, seed, max_examples, workers=1, fixed_names=True, phases=PHAS
         )
         with gunicorn(env, workers=2, threads=4) as port:
             base = f"http://127.0.0.1:{port}/api/v1"
+            _seed_lessons(base, token)
             command = [
                 tool,
                 "--config-file",

@@ -34,5 +34,8 @@ def refs_needing_review_rows(memory_ids):
     from memory.models import LessonRef, LessonStatus
     from memory.refs.models import NEEDS_REVIEW
 
-    refs = LessonRef.objects.filter(lesson__status=LessonStatus.ACTIVE, anchor__status__in=NEEDS_REVIEW)
+    # anchor not null said outright, as there: the refs' partial index on anchor answers it.
+    refs = LessonRef.objects.filter(
+        anchor__isnull=False, lesson__status=LessonStatus.ACTIVE, anchor__status__in=NEEDS_REVIEW
+    )
     return count_per_memory(refs, memory_ids, memory_field="lesson__memory_id")

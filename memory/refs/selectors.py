@@ -19,7 +19,11 @@ def refs_needing_review_count(memory_ids: MemoryIds) -> dict[int, int]:
 
     memory_ids limits the question to those memories (EVERY_MEMORY: all); memories with none are absent.
     """
-    refs = LessonRef.objects.filter(lesson__status=LessonStatus.ACTIVE, anchor__status__in=NEEDS_REVIEW)
+    # anchor not null, implied by the join but said: PostgreSQL then reads the refs through their partial
+    # index on anchor (a few rows) instead of joining every ref to every lesson (a million, at scale).
+    refs = LessonRef.objects.filter(
+        anchor__isnull=False, lesson__status=LessonStatus.ACTIVE, anchor__status__in=NEEDS_REVIEW
+    )
     if memory_ids is not EVERY_MEMORY:
         refs = refs.filter(lesson__memory_id__in=memory_ids)
     return dict(refs.values_list("lesson__memory_id").annotate(n=Count("id")).values_list("lesson__memory_id", "n"))

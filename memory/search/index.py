@@ -12,7 +12,7 @@ PostgreSQL: a stored generated tsvector column `memory_lesson.search_vector` (th
 for words as written, plus `english`, `german` and `spanish`) with a GIN index.
 
 SQLite drops a table's triggers when a migration rebuilds the table; `ensure_index` (after every
-migrate) puts them back and refills the index if they were missing.
+migrate) puts them back and refills the index if they were missing (and the ref prefix index too).
 """
 
 from django.db import connection
@@ -49,11 +49,53 @@ PG_INDEX = "CREATE INDEX lesson_search_gin ON memory_lesson USING gin (search_ve
 PG_DROP = ["DROP INDEX IF EXISTS lesson_search_gin", "ALTER TABLE memory_lesson DROP COLUMN IF EXISTS search_vector"]
 # The query: each config's reading of the words, or-ed, so a word matches its forms in any language.
 # With the words as prefixes (terms.pg_prefix_tsquery) or-ed in too: PG_TSQUERY takes five parameters.
+# Readings that come out the same (most words read alike in several configs) are or-ed once, by
+# nw_tsquery_any: matching and ranking cost in proportion to the query's size. It is IMMUTABLE and its
+# arguments are constants, so the planner computes it while planning and estimates from the index's
+# statistics how many lessons match (a word in a tenth of them, or in a handful).
+PG_FUNCTION = """
+CREATE OR REPLACE FUNCTION nw_tsquery_any(VARIADIC readings tsquery[]) RETURNS tsquery
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT ('(' || string_agg(DISTINCT reading::text, ') | (') || ')')::tsquery
+    FROM unnest(readings) AS reading WHERE numnode(reading) > 0
+$$
+"""
+PG_FUNCTION_DROP = "DROP FUNCTION IF EXISTS nw_tsquery_any(VARIADIC tsquery[])"
 PG_TSQUERY = (
-    "("
-    + " || ".join(f"websearch_to_tsquery('{c}'::regconfig, %s)" for c in PG_CONFIGS)
-    + " || to_tsquery('simple'::regconfig, %s))"
+    "nw_tsquery_any("
+    + ", ".join(f"websearch_to_tsquery('{c}'::regconfig, %s)" for c in PG_CONFIGS)
+    + ", to_tsquery('simple'::regconfig, %s))"
 )
+
+
+# The ref prefix filter (`ref=src/billing/`) reads from indexes alone: the refs under the prefix with
+# their lesson ids (a range on the path), then each lesson's memory, status and date by its id, never
+# the lesson's row (text and tsvector: about a kilobyte each, so every match another page read).
+# PostgreSQL's index-only scans need the visibility map autovacuum keeps.
+PG_PREFIX_INDEXES = [
+    "CREATE INDEX IF NOT EXISTS lesson_ref_path_prefix ON memory_lessonref (path varchar_pattern_ops) INCLUDE (lesson_id)",
+    "CREATE INDEX IF NOT EXISTS lesson_search_cover ON memory_lesson (id) INCLUDE (memory_id, status, lesson_date)",
+]
+SQLITE_PREFIX_INDEXES = [
+    'CREATE INDEX IF NOT EXISTS lesson_ref_path_prefix ON "memory_lessonref" (path, lesson_id)',
+    'CREATE INDEX IF NOT EXISTS lesson_search_cover ON "memory_lesson" (id, memory_id, status, lesson_date)',
+]
+PREFIX_INDEX_NAMES = ("lesson_ref_path_prefix", "lesson_search_cover")
+
+
+def create_prefix_indexes(cursor, vendor: str) -> None:
+    """The ref prefix indexes (and on PostgreSQL the query's function)."""
+    if vendor == "postgresql":
+        cursor.execute(PG_FUNCTION)
+    for sql in SQLITE_PREFIX_INDEXES if vendor == "sqlite" else PG_PREFIX_INDEXES if vendor == "postgresql" else []:
+        cursor.execute(sql)
+
+
+def drop_prefix_indexes(cursor, vendor: str) -> None:
+    for name in PREFIX_INDEX_NAMES:
+        cursor.execute(f"DROP INDEX IF EXISTS {name}")
+    if vendor == "postgresql":
+        cursor.execute(PG_FUNCTION_DROP)
 
 
 def sqlite_triggers_missing(cursor) -> bool:
@@ -67,7 +109,12 @@ def ensure_index() -> bool:
         return False
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM sqlite_master WHERE name = 'memory_lesson'")
-        if not cursor.fetchone()[0] or not sqlite_triggers_missing(cursor):
+        if not cursor.fetchone()[0]:
+            return False
+        cursor.execute("SELECT count(*) FROM sqlite_master WHERE name = 'memory_lessonref'")
+        if cursor.fetchone()[0]:  # a rebuild of either table drops its index too
+            create_prefix_indexes(cursor, "sqlite")
+        if not sqlite_triggers_missing(cursor):
             return False
     rebuild()
     return True

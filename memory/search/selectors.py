@@ -1,6 +1,6 @@
 """The ranked read: lessons matching a query and filters, among those a person (or a token) may see.
 
-The database's own full-text engine ranks (SQLite FTS5 bm25, PostgreSQL ts_rank_cd over the
+The database's own full-text engine ranks (SQLite FTS5 bm25, PostgreSQL ts_rank over the
 generated tsvector); see memory/search/index.py for how the index is kept.
 """
 
@@ -9,16 +9,18 @@ from datetime import date
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from memory.access import scope
-from memory.models import Lesson, LessonRef, LessonStatus
+from memory.models import Lesson, LessonRef, LessonStatus, Memory
 from memory.search import index
 from memory.search.highlight import highlight
 from memory.search.terms import Query, fts5_match, parse, pg_prefix_tsquery
+from personas.models import Persona, Project, Team
 
 PAGE_SIZE = 20
+FACET_SIZE = 20  # teams or personas listed with their counts, the largest first
 # Statuses a search shows when none is asked for: everything but the deleted.
 LIVE_STATUSES = [LessonStatus.ACTIVE, LessonStatus.PROMOTED, LessonStatus.SUPERSEDED]
 EXPIRED = "expired"
@@ -50,6 +52,8 @@ class Results:
     hits: list[Hit] = field(default_factory=list)
     teams: list[dict[str, Any]] = field(default_factory=list)
     personas: list[dict[str, Any]] = field(default_factory=list)
+    more_teams: int = 0  # how many teams and personas with matches the lists leave out
+    more_personas: int = 0
 
 
 def matching(lessons: QuerySet[Lesson], query: Query) -> QuerySet[Lesson]:
@@ -78,7 +82,7 @@ def ranked(lessons: QuerySet[Lesson], query: Query) -> QuerySet[Lesson]:
     if connection.vendor == "sqlite":
         rank = f"bm25({index.FTS_TABLE}, 2.0, 1.0)"  # lower is better; a word as written counts double
         return lessons.extra(select={"search_rank": rank}, order_by=["search_rank", "-id"])
-    rank = f"-ts_rank_cd(memory_lesson.search_vector, {index.PG_TSQUERY})"
+    rank = f"-ts_rank(memory_lesson.search_vector, {index.PG_TSQUERY})"
     return lessons.extra(select={"search_rank": rank}, select_params=_pg_params(query), order_by=["search_rank", "-id"])
 
 
@@ -125,36 +129,73 @@ def _refs_under(prefix: str) -> QuerySet[LessonRef]:
 def search(user: Any, q: str, filters: Filters, *, page: int = 1) -> Results:
     """One page of the lessons `user` may see matching `q` and the filters, with team and persona counts.
 
-    Five queries: the count, the team counts, the persona counts, the page, its refs (plus, once per
-    request, the user's memberships for the scope)."""
+    Three queries (plus, once per request, the user's memberships for the scope): the summary, which
+    finds the matching lessons once (a materialised CTE) and reads from that set the count, the counts
+    per team and per persona and the page's ids in rank order; the page's lessons; their refs."""
     query = parse(q)
     results = Results(query)
     if (query.text and not query) or (not query.text and not any_filter(filters)):
         return results  # only operators or exclusions, or nothing asked at all
     lessons = matching(filtered(scope(Lesson.objects.all(), user), filters), query)
-    results.count = lessons.count()
+    ids, teams, personas = _summary(lessons, query, offset=(page - 1) * PAGE_SIZE)
+    results.count = sum(n for _, _, n in teams)
     if not results.count:
         return results
-    results.teams = [
-        dict(row)
-        for row in lessons.values("memory__project__team_id", "memory__project__team__name")
-        .annotate(n=Count("id"))
-        .order_by("-n", "memory__project__team__name")
-    ]
-    results.personas = [
-        dict(row)
-        for row in lessons.values("memory__persona_id", "memory__persona__name")
-        .annotate(n=Count("id"))
-        .order_by("-n", "memory__persona__name")
-    ]
-    offset = (page - 1) * PAGE_SIZE
-    rows = (
-        ranked(lessons, query)
-        .select_related("memory__persona", "memory__project")
-        .prefetch_related("refs")[offset : offset + PAGE_SIZE]
-    )
-    results.hits = [Hit(lesson, highlight(lesson.text, query)) for lesson in rows]
+    results.teams, results.more_teams = _facet(teams)
+    results.personas, results.more_personas = _facet(personas)
+    if ids:
+        rows = Lesson.objects.filter(pk__in=ids).select_related("memory__persona", "memory__project")
+        by_id = {lesson.pk: lesson for lesson in rows.prefetch_related("refs")}
+        results.hits = [Hit(by_id[pk], highlight(by_id[pk].text, query)) for pk in ids if pk in by_id]
     return results
+
+
+def _facet(rows: list[tuple[int | None, str | None, int]]) -> tuple[list[dict[str, Any]], int]:
+    """The largest FACET_SIZE counts, largest first (then by name), and how many were left out."""
+    rows = sorted(rows, key=lambda row: (-row[2], row[1] or "", row[0] or 0))
+    return [{"id": pk, "name": name, "n": n} for pk, name, n in rows[:FACET_SIZE]], max(0, len(rows) - FACET_SIZE)
+
+
+def _summary(lessons: QuerySet[Lesson], query: Query, *, offset: int) -> tuple[list[int], list, list]:
+    """(the page's lesson ids in order, [(team id, name, count)], [(persona id, name, count)]) in one query.
+
+    The match set (id, memory, the rank or the date) is computed once; the database reads every
+    figure from it, so the words are looked up in the index once however many figures the page shows."""
+    if query:
+        rank, order = "search_rank", "search_rank, id DESC"  # bm25 and -ts_rank: lower is better
+        lessons = ranked(lessons, query)
+    else:
+        rank, order = "lesson_date", "lesson_date DESC, id DESC"
+    columns = ["id", "memory_id", rank]  # search_rank is ranked()'s extra select
+    sql, params = lessons.values_list(*columns).order_by().query.sql_with_params()
+    memory, project, team, persona = (
+        Memory._meta.db_table,
+        Project._meta.db_table,
+        Team._meta.db_table,
+        Persona._meta.db_table,
+    )
+    materialized = "MATERIALIZED " if connection.vendor == "postgresql" else ""
+    summary = f"""
+        WITH matched AS {materialized}({sql}),
+        per_memory AS (SELECT memory_id, COUNT(*) AS n FROM matched GROUP BY memory_id)
+        SELECT 0 AS kind, page.id, 0 AS n, NULL AS name, ROW_NUMBER() OVER (ORDER BY {order}) AS position
+          FROM (SELECT id, {rank} FROM matched ORDER BY {order} LIMIT %s OFFSET %s) AS page
+        UNION ALL
+        SELECT 1, t.id, SUM(pm.n), t.name, 0 FROM per_memory pm
+          JOIN {memory} m ON m.id = pm.memory_id JOIN {project} p ON p.id = m.project_id
+          LEFT JOIN {team} t ON t.id = p.team_id GROUP BY t.id, t.name
+        UNION ALL
+        SELECT 2, pe.id, SUM(pm.n), pe.name, 0 FROM per_memory pm
+          JOIN {memory} m ON m.id = pm.memory_id JOIN {persona} pe ON pe.id = m.persona_id
+          GROUP BY pe.id, pe.name
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(summary, [*params, PAGE_SIZE, offset])
+        rows = cursor.fetchall()
+    page = sorted((position, pk) for kind, pk, _, _, position in rows if kind == 0)
+    teams = [(pk, name, int(n)) for kind, pk, n, name, _ in rows if kind == 1]
+    personas = [(pk, name, int(n)) for kind, pk, n, name, _ in rows if kind == 2]
+    return [pk for _, pk in page], teams, personas
 
 
 def any_filter(filters: Filters) -> bool:

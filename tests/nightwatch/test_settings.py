@@ -85,3 +85,24 @@ def test_static_files_are_served_with_debug_off(client, settings):
     response = client.get("/static/css/app.css")
     assert response.status_code == 200
     assert b"".join(response.streaming_content)
+
+
+def test_postgresql_connections_turn_jit_off_and_let_the_url_override():
+    code = (
+        "import django; django.setup(); from django.conf import settings; "
+        "print(settings.DATABASES['default']['OPTIONS']['options'])"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DEBUG", "SECRET_KEY")}
+    for url, expected in [
+        ("postgres://u@127.0.0.1:5432/nw", "-c jit=off -c work_mem=32MB"),
+        ("postgres://u@127.0.0.1:5432/nw?options=-c%20jit%3Don", "-c jit=off -c work_mem=32MB -c jit=on"),
+    ]:
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            env={**env, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "nightwatch.settings"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.stdout.strip() == expected, out.stderr[-2000:]

@@ -58,3 +58,22 @@ def test_rebuild_command_refills_the_index(memory):
         call_command("rebuild_search_index", stdout=out)
         second = make_lesson(memory, "Caches warm up at start")
         assert second.pk in found(memory, "caches")
+
+
+def test_the_ref_prefix_indexes_and_the_query_function_exist():
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'lesson_%'")
+            assert {"lesson_ref_path_prefix", "lesson_search_cover"} <= {row[0] for row in cursor.fetchall()}
+            return
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'lesson_%'")
+        assert {"lesson_ref_path_prefix", "lesson_search_cover"} <= {row[0] for row in cursor.fetchall()}
+        # Readings alike are or-ed once; none left gives no query (NULL matches nothing).
+        cursor.execute(
+            "SELECT nw_tsquery_any(websearch_to_tsquery('simple', 'refund'), websearch_to_tsquery('english', "
+            "'refund'), websearch_to_tsquery('german', 'refund'))::text, nw_tsquery_any(websearch_to_tsquery("
+            "'english', 'the'))"
+        )
+        assert cursor.fetchone() == ("'refund'", None)
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone()[0] == "off"

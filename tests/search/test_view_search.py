@@ -36,8 +36,8 @@ def test_a_lead_sees_only_their_teams_lessons_and_counts(client, two_teams):
     assert set(hits(response)) == {red["lessons"][0].pk, red["lessons"][1].pk}
     results = response.context["results"]
     assert results.count == 2
-    assert [t["memory__project__team__name"] for t in results.teams] == ["Team red"]
-    assert [p["memory__persona__name"] for p in results.personas] == ["Agent-red"]
+    assert [t["name"] for t in results.teams] == ["Team red"]
+    assert [p["name"] for p in results.personas] == ["Agent-red"]
     page = response.content.decode()
     assert "blue" not in page.lower()
     # Asking for the other team's filter values finds nothing of theirs: not a choice at all.
@@ -51,7 +51,7 @@ def test_a_site_wide_viewer_sees_both_teams(client, two_teams, viewer):
     client.force_login(viewer)
     results = client.get(URL, {"q": "refund"}).context["results"]
     assert results.count == 4
-    assert sorted(t["memory__project__team__name"] for t in results.teams) == ["Team blue", "Team red"]
+    assert sorted(t["name"] for t in results.teams) == ["Team blue", "Team red"]
 
 
 def test_ranked_highlighted_and_linked(client, two_teams):
@@ -175,12 +175,15 @@ def test_query_count_is_constant(client, two_teams, django_assert_num_queries):
     red = two_teams["red"]
     client.force_login(red["lead"])
     client.get(URL, {"q": "refund"})  # warm the session
-    # session, user, memberships; teams, personas, projects (the filter choices); the count, the
-    # team counts, the persona counts, the page, its refs; the nav's review queue (3).
-    with django_assert_num_queries(14) as few:
+    # session, user, memberships; teams, personas, projects (the filter choices); the summary (count,
+    # team and persona counts and the page's ids, from one match set), the page's lessons, their refs;
+    # the nav's review queue (3).
+    with django_assert_num_queries(12) as few:
         client.get(URL, {"q": "refund"})
     for i in range(30):
         make_lesson(red["memory"], f"Refund note {i}", refs=f"src/billing/n{i}.py")
-    with django_assert_num_queries(len(few.captured_queries)):
-        response = client.get(URL, {"q": "refund"})
-    assert len(hits(response)) == 20
+    for params in ({"q": "refund"}, {"ref": "src/billing/"}, {"q": "refund note", "ref": "src/", "page": 2}):
+        with django_assert_num_queries(len(few.captured_queries)):
+            response = client.get(URL, params)
+        assert hits(response), params
+    assert len(hits(client.get(URL, {"q": "refund"}))) == 20
