@@ -18,6 +18,7 @@ from django.utils import timezone
 from memory import services
 from memory.conflicts import detection, expiry, model, neighbours
 from memory.conflicts.expiries import expiry_proposals_announce
+from memory.jobs import enqueue_on_commit
 from memory.models import (
     ChangeBatch,
     ExpiryProposal,
@@ -28,6 +29,7 @@ from memory.models import (
     conflict_fingerprint,
 )
 from memory.promotions.detection import cyclic_gc_paused
+from memory.promotions.detection_runs import detection_targets
 from memory.selectors import unexpired
 from memory.signals import review_event
 
@@ -101,6 +103,16 @@ def _batch_neighbourhood(memory: Memory, lesson_ids: Iterable[int]) -> tuple[lis
     wanted.difference_update(lesson.id for lesson in batch)
     total = Lesson.objects.filter(memory=memory, status=LessonStatus.ACTIVE).count()
     return batch + _active_lessons(memory, wanted), frequency, total
+
+
+def conflicts_detect_request(*, memory: Memory | None = None, within=None) -> list[Memory]:
+    """ "Check now": queue a full detection pass for one memory or for every memory of an active
+    persona among `within` (the memories the person asking may govern), after the current
+    transaction commits. Returns the memories queued."""
+    targets = detection_targets(memory, within=within)
+    for target in targets:
+        enqueue_on_commit("memory.conflicts.detect", target.pk, None)
+    return targets
 
 
 @transaction.atomic

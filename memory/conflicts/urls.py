@@ -8,6 +8,7 @@ app_name = "conflicts"
 urlpatterns = [
     path("", conflicts.inbox, name="inbox"),
     path("bulk/", conflicts.bulk_decide, name="bulk"),
+    path("detect/", conflicts.detect, name="detect"),
     path("<int:pk>/", conflicts.detail, name="detail"),
     path("<int:pk>/decide/", conflicts.decide, name="decide"),
     path("<int:pk>/reopen/", conflicts.reopen, name="reopen"),

@@ -15,7 +15,15 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
-from memory.access import APPROVE, can, ensure_visible, get_for_user_or_404, visible_memories, visible_memory_ids
+from memory.access import (
+    APPROVE,
+    can,
+    ensure_visible,
+    get_for_user_or_404,
+    memory_for_user_or_404,
+    visible_memories,
+    visible_memory_ids,
+)
 from memory.conflicts import CONFLICT_MARK, selectors
 from memory.conflicts.services import (
     conflict_edit_and_keep,
@@ -24,6 +32,7 @@ from memory.conflicts.services import (
     conflict_keep_older,
     conflict_reopen,
     conflicts_bulk_decide,
+    conflicts_detect_request,
 )
 from memory.lessons.views.history import BATCHES_PER_PAGE
 from memory.models import ALL_CATEGORIES, CORE_CATEGORIES, LessonConflict
@@ -244,3 +253,22 @@ def _inbox_url(request):
     """The list again, on the page the form was sent from."""
     page = bounded_id(request.POST.get("page", ""))
     return reverse("conflicts:inbox") + (f"?page={page}" if page and page > 1 else "")
+
+
+@require_POST
+@approver_required
+def detect(request):
+    """ "Check now": a full detection pass on one memory (`memory`) or on every memory this person
+    governs, queued; what it finds joins the list when it has run."""
+    raw = request.POST.get("memory", "")
+    memory = None
+    if raw:
+        memory = memory_for_user_or_404(request.user, pk=bounded_id(raw) or 0, action=APPROVE)
+    targets = conflicts_detect_request(memory=memory, within=visible_memories(request.user, APPROVE))
+    if targets:
+        names = ", ".join(f"{m.persona.name} × {m.project.name}" for m in targets[:3])
+        more = f" and {len(targets) - 3} more" if len(targets) > 3 else ""
+        messages.info(request, f"Conflict check queued for {names}{more}; what it finds shows here when it has run.")
+    else:
+        messages.warning(request, "Nothing to check: detection runs only on memories of active personas.")
+    return redirect("conflicts:inbox")

@@ -122,6 +122,7 @@ ROWS = {
     "search": Row(VIEW, lambda o: {}, list_page=True),
     "conflicts:inbox": Row(VIEW, lambda o: {}, list_page=True),
     "conflicts:bulk": Row(APPROVE, lambda o: {}, list_page=True),
+    "conflicts:detect": Row(APPROVE, lambda o: {}, list_page=True),
     "conflicts:detail": Row(VIEW, lambda o: {"pk": o["lesson_conflict"].pk}),
     "conflicts:decide": Row(APPROVE, lambda o: {"pk": o["lesson_conflict"].pk}),
     "conflicts:reopen": Row(APPROVE, lambda o: {"pk": o["lesson_conflict"].pk}),
