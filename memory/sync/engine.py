@@ -27,6 +27,7 @@ from datetime import date
 from pathlib import Path
 
 from django.db import OperationalError, transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from memory import services
@@ -346,6 +347,7 @@ def sync_pass(root: str | Path, *, today: date | None = None) -> PassReport:
     found = find_folders(root)
     known = {s.folder: s for s in SyncedFolder.objects.filter(root=str(root)).defer("files")}
     versions = dict(Memory.objects.filter(pk__in=[s.memory_id for s in known.values()]).values_list("id", "version"))
+    expired = _last_expiry(versions, today or timezone.localdate())
     errors, added = _first_import(root, [f for f in found if f.rel not in known and has_files(f.path)], known, versions)
     for f in found:
         result = FolderResult(folder=f.rel, taken_in=added.get(f.rel, 0))
@@ -353,7 +355,7 @@ def sync_pass(root: str | Path, *, today: date | None = None) -> PassReport:
         if f.rel in errors:
             result.error = errors[f.rel]
         elif (synced := known.get(f.rel)) is not None:  # else no memory files yet
-            _sync_folder(synced, f, versions, result, today)
+            _sync_folder(synced, f, versions, result, today, expired.get(synced.memory_id))
     _name_results(report, known)
     return report
 
@@ -379,8 +381,25 @@ def _first_import(root, new: list[FoundFolder], known, versions):
     return errors, added
 
 
-def _sync_folder(synced, found: FoundFolder, versions, result, today):
-    if unchanged(synced, found.path, versions.get(synced.memory_id)):
+def _last_expiry(versions, today: date) -> dict[int, date]:
+    """{memory id: the latest expires_on, today or before, of its live lessons}. A lesson leaves the
+    files on its expires_on day without a new version of its memory, so a folder last written before
+    that day is written again even though nothing else changed."""
+    if not versions:
+        return {}
+    rows = (
+        Lesson.objects.filter(memory_id__in=list(versions), status=LessonStatus.ACTIVE, expires_on__lte=today)
+        .values("memory_id")
+        .annotate(last=Max("expires_on"))
+        .values_list("memory_id", "last")
+    )
+    return dict(rows)
+
+
+def _sync_folder(synced, found: FoundFolder, versions, result, today, last_expiry=None):
+    written_on = timezone.localdate(synced.synced_at) if synced.synced_at else None
+    expired_since = last_expiry is not None and (written_on is None or last_expiry > written_on)
+    if not expired_since and unchanged(synced, found.path, versions.get(synced.memory_id)):
         result.skipped = True
         return
     try:

@@ -1,8 +1,10 @@
 """One pass of sync_memory over real files: what Night Watch wrote comes in, what people decided goes out."""
 
 import os
+from datetime import date
 
 import pytest
+import time_machine
 
 from memory import services
 from memory.access import EVERY_MEMORY
@@ -343,3 +345,30 @@ def test_a_conflict_on_a_core_lesson_shows_the_line_core_md_held_before(root, sy
     conflict = SyncConflict.objects.get()
     assert conflict.base_line == "- [PATTERN] Idempotency keys guard every charge (promoted 2026-02-10)"
     assert conflict.file_line == "- [PATTERN] Idempotency keys guard charges (promoted 2026-02-10)"
+
+
+def test_a_lesson_leaves_the_files_on_its_expiry_day_with_no_other_change(root, sync, working, monkeypatch):
+    nw_append(working(), section("2026-03-01", FIRST, "Skip the e2e suite for the migration week"))
+    with time_machine.travel(date(2026, 3, 2)):
+        sync()
+        lesson = Lesson.objects.get(text="Skip the e2e suite for the migration week")
+        services.lesson_set_expiry(lesson=lesson, expires_on=date(2026, 3, 9), actor=services.Actor.system("tests"))
+        sync()
+        assert "migration week" in working().read_text()
+    with time_machine.travel(date(2026, 3, 8)):
+        assert all(f.skipped for f in sync().folders)  # the day before: nothing to do
+    with time_machine.travel(date(2026, 3, 9)):
+        report = sync()
+        assert not any(f.skipped for f in report.folders)
+        assert "migration week" not in working().read_text()
+        assert "fixed delay" in working().read_text()
+        memory = memory_of("Dev")
+        assert get_memory(working().parent).rstrip() == compile_memory(memory).text.rstrip()
+        lesson.refresh_from_db()
+        assert lesson.status == "active"  # out of the files, not deleted: a person decides
+
+        def no_parse(*args, **kwargs):
+            raise AssertionError("an unchanged folder was parsed")
+
+        monkeypatch.setattr(changes, "parse_file", no_parse)
+        assert all(f.skipped for f in sync().folders)  # written once that day, then left alone
