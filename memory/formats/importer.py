@@ -543,7 +543,7 @@ def memory_import_tree(*, tree, actor, dry_run=False, notify=False):
     when a persona or project name cannot be stored.
 
     Imported lessons are past learning, so by default features that react to new working
-    lessons (promotion detection, compaction checks) are not woken for them; `notify=True`
+    lessons (promotion and conflict detection, compaction checks) are not woken for them; `notify=True`
     sends `working_lessons_added` for each memory after the import commits.
     """
     with _collector_paused(), _import_page_cache(), transaction.atomic():

@@ -35,7 +35,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--notify",
             action="store_true",
-            help="wake the features that react to new working lessons (promotion detection, compaction checks)",
+            help="wake the features that react to new working lessons (promotion and conflict detection, compaction checks)",
         )
 
     def handle(self, *args, root, layout, dry_run, notify, follow_symlinks=False, **options):
