@@ -145,22 +145,7 @@ def conflicts_detect(*, memory: Memory, lesson_ids: Iterable[int] | None = None)
             memory=memory, fingerprint__in=wanted[start : start + 5000]
         ).values_list("fingerprint", flat=True)
     }
-    conflicts = []
-    for finding, fingerprint in fingerprints.items():
-        if fingerprint in known:
-            continue
-        known.add(fingerprint)
-        conflicts.append(
-            LessonConflict(
-                memory=memory,
-                older_id=finding.older_id,
-                newer_id=finding.newer_id,
-                relation=finding.relation,
-                engine=detection.ENGINE,
-                evidence=finding.evidence,
-                fingerprint=fingerprint,
-            )
-        )
+    conflicts = _unknown_pairs(memory, fingerprints, known)
     new_lessons = [by_id[i] for i in (new_ids if new_ids is not None else by_id)]
     conflicts += _conditions_met(memory=memory, lessons=new_lessons, known=known)
     LessonConflict.objects.bulk_create(conflicts)
@@ -216,19 +201,25 @@ def _conditions_met(*, memory: Memory, lessons: list, known: set[str]) -> list[L
                 "fingerprint", flat=True
             )
         )
+    return _unknown_pairs(memory, met, known)
+
+
+def _unknown_pairs(memory: Memory, found: dict, known: set[str]) -> list[LessonConflict]:
+    """Conflicts (not saved) for the pairs of `found` ({finding: fingerprint}) whose fingerprint is
+    not `known`; their fingerprints are added to it, so a pair found twice is proposed once."""
     conflicts = []
-    for found, fingerprint in met.items():
+    for finding, fingerprint in found.items():
         if fingerprint in known:
             continue
         known.add(fingerprint)
         conflicts.append(
             LessonConflict(
                 memory=memory,
-                older_id=found.older_id,
-                newer_id=found.newer_id,
-                relation=found.relation,
+                older_id=finding.older_id,
+                newer_id=finding.newer_id,
+                relation=finding.relation,
                 engine=detection.ENGINE,
-                evidence=found.evidence,
+                evidence=finding.evidence,
                 fingerprint=fingerprint,
             )
         )
