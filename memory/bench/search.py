@@ -4,10 +4,10 @@
 The text is drawn from a Zipf-like vocabulary (function words in three languages first, then the trade's
 words, then 20,000 rarer made-up words), so a query's words are as common as real ones are; refs point
 into a tree per project (a dozen of 60 modules each, under src/, tests/, docs/, ...). A tenth of the
-lessons is superseded, deleted or promoted. Each store is built once and kept, keyed by DATA_VERSION: a
+lessons is superseded or deleted. Each store is built once and kept, keyed by DATA_VERSION: a
 SQLite file under var/bench/, or with DATABASE_URL a PostgreSQL database `<name>_search_v<version>_<n>`.
-The lessons are written by the write path's bulk writer (COPY on PostgreSQL), their statuses then set by
-one UPDATE each.
+The lessons are written by the write path's bulk writer (COPY on PostgreSQL) and retired by its bulk
+retirement, with their history.
 
 Figures, for a site-wide viewer and for a lead who sees one team: p95 server time of /search/ for a
 typical two-word query, two common words, a ref path prefix and a word under a ref prefix (target
@@ -32,7 +32,7 @@ from django.db import connection, connections, transaction
 
 from memory.bench import benchmark
 
-DATA_VERSION = 1
+DATA_VERSION = 2
 SIZES = (100_000, 1_000_000)
 PER_MEMORY = 200
 PERSONAS_PER_PROJECT = 10
@@ -444,14 +444,9 @@ def _build(bench, n):
                             refs=refs,
                         )
                     )
-            services.lessons_bulk_create(rows)
+            ids = services.lessons_bulk_create(rows)
+            _retire_a_tenth(rows, ids, dict(zip((m.pk for m in part), batches)))
     with connection.cursor() as cursor:
-        # A tenth of the lessons left their memory: superseded, deleted, promoted.
-        for status, rest in (("superseded", 0), ("deleted", 1), ("promoted", 2)):
-            cursor.execute(
-                "UPDATE memory_lesson SET status = %s WHERE id %% 30 IN (%s, %s, %s)",
-                [status, rest, rest + 3, rest + 6],
-            )
         cursor.execute("INSERT INTO nw_search_bench (version, lessons) VALUES (%s, %s)", [DATA_VERSION, n])
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE" if connection.vendor == "postgresql" else "ANALYZE")
@@ -459,6 +454,26 @@ def _build(bench, n):
         f"built {connection.settings_dict['NAME']}: {n:,} lessons in {len(memories):,} memories of {len(projects):,}"
         f" projects, {len(personas):,} personas, {teams_n} teams, in {time.perf_counter() - started:,.0f} s"
     )
+
+
+def _retire_a_tenth(rows, ids, batches):
+    """A tenth of the lessons left their memory through the write path: one in twenty superseded by
+    the lesson written after it in the same memory, one in twenty deleted, each memory's in its batch."""
+    from memory import services
+    from memory.models import Lesson
+
+    retired: dict[int, list] = {}
+    for k, (row, lesson_id) in enumerate(zip(rows, ids)):
+        if k % 20 == 3 and k + 1 < len(rows) and rows[k + 1].memory_id == row.memory_id:
+            retired.setdefault(row.memory_id, []).append((lesson_id, row.refs, ids[k + 1]))
+        elif k % 20 == 13:
+            retired.setdefault(row.memory_id, []).append((lesson_id, row.refs, None))
+    lessons = Lesson.objects.in_bulk([lesson_id for chosen in retired.values() for lesson_id, _, _ in chosen])
+    for memory_id, chosen in retired.items():
+        services.lessons_bulk_retire(
+            batch=batches[memory_id],
+            retired=[(lessons[lesson_id], refs, successor) for lesson_id, refs, successor in chosen],
+        )
 
 
 def _people():
