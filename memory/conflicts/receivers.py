@@ -1,5 +1,6 @@
 """What the conflict feature does when other parts of the product act."""
 
+from django.db.models import F
 from django.dispatch import receiver
 from django.urls import reverse
 
@@ -39,8 +40,6 @@ def _pending_conflicts(memory):
 
 
 def _waiting_conflicts():
-    from django.db.models import F
-
     return _pending().annotate(waiting_since=F("created_at"))
 
 
@@ -80,8 +79,6 @@ def _describe_proposal(proposal):
 
 
 def _waiting_proposals():
-    from django.db.models import F
-
     return waiting_proposals().select_related("lesson").annotate(waiting_since=F("created_at"))
 
 

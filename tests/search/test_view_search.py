@@ -75,6 +75,19 @@ def test_lesson_text_is_escaped_around_marks(client, two_teams):
     assert f'id="hit-{evil.pk}"' in page
 
 
+def test_team_and_project_names_are_escaped_in_the_filter_menus(client, two_teams):
+    red = two_teams["red"]
+    red["team"].name = 'Red <img src=x onerror="alert(1)">'
+    red["team"].save()
+    red["project"].name = "Shop </option><script>alert(2)</script>"
+    red["project"].save()
+    client.force_login(red["lead"])
+    page = client.get(URL, {"q": "refund", "team": red["team"].pk}).content.decode()
+    assert "<img src=x" not in page and "<script>alert(2)" not in page
+    assert "Red &lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
+    assert f'<option value="{red["team"].pk}" selected>' in page
+
+
 def test_code_tokens_and_ref_prefix(client, two_teams):
     red = two_teams["red"]
     make_lesson(red["memory"], "Pin pydantic<2 until the encoder is ported")
