@@ -164,17 +164,69 @@ def counts_by_source(memory_ids: MemoryIds) -> dict[str, dict[int, int]]:
 
 def totals_by_source(memory_ids: MemoryIds) -> dict[str, int]:
     """{source key: items waiting in all} over memory_ids (EVERY_MEMORY: every memory), sources with none
-    left out: one UNION of counts, whose cost follows the waiting items, not the memories."""
-    result, querysets = {}, []
-    for source in review_sources():
-        counts = source.counts(memory_ids)
-        if isinstance(counts, PerMemory):
-            querysets.append(counts.total(source.key))
-        else:
+    left out: one UNION of counts, whose cost follows the waiting items, not the memories.
+
+    Every page asks this for its nav badge. Building and compiling the UNION's querysets costs about
+    ten times what the database then spends on it, so its SQL is kept per scope (see _totals_sql)."""
+    from django.db import connection
+
+    sources = review_sources()
+    result: dict[str, int] = {}
+    key = _totals_key(memory_ids, sources)
+    compiled = _TOTALS_SQL.get(key) if key is not None else None
+    if compiled is None:
+        querysets, others = [], []
+        for source in sources:
+            counts = source.counts(memory_ids)
+            if isinstance(counts, PerMemory):
+                querysets.append(counts.total(source.key))
+            else:
+                others.append(source)
+                result[source.key] = sum(n for n in (counts or {}).values() if n)
+        union = querysets[0].union(*querysets[1:], all=True) if querysets else None
+        sql, params = union.query.sql_with_params() if union is not None else ("", ())
+        compiled = (sql, tuple(params), tuple(others))
+        if key is not None:
+            if len(_TOTALS_SQL) >= TOTALS_SQL_KEPT:
+                _TOTALS_SQL.pop(next(iter(_TOTALS_SQL)))
+            _TOTALS_SQL[key] = compiled
+    else:
+        for source in compiled[2]:  # sources that count in Python are asked every time
+            counts = source.counts(memory_ids)
             result[source.key] = sum(n for n in (counts or {}).values() if n)
-    for key, n in _union(querysets):
-        result[key] = result.get(key, 0) + n
-    return {key: n for key, n in result.items() if n}
+    if compiled[0]:
+        with connection.cursor() as cursor:
+            cursor.execute(compiled[0], compiled[1])
+            for source_key, n in cursor.fetchall():
+                result[source_key] = result.get(source_key, 0) + n
+    return {k: n for k, n in result.items() if n}
+
+
+TOTALS_SQL_KEPT = 512
+_TOTALS_SQL: dict[tuple, tuple] = {}
+
+
+def _totals_key(memory_ids: MemoryIds, sources: list[ReviewSource]) -> tuple | None:
+    """What the badge's SQL depends on: the database, the sources registered, the scope's own SQL and
+    today's date (expired lessons are counted from today). None (nothing kept) for a scope given as a
+    list of ids, which a page of memories asks once."""
+    from django.db import connection
+    from django.utils import timezone
+
+    if memory_ids is EVERY_MEMORY:
+        scope: tuple = ("every",)
+    elif hasattr(memory_ids, "query"):
+        sql, params = memory_ids.query.sql_with_params()
+        scope = (sql, tuple(params))
+    else:
+        return None
+    registered = tuple((s.key, s.counts) for s in sources)
+    key = (connection.alias, connection.vendor, registered, scope, timezone.localdate())
+    try:
+        hash(key)
+    except TypeError:  # a parameter that is not a plain value: compile every time
+        return None
+    return key
 
 
 def queue_for(memory_id, by_source):

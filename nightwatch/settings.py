@@ -186,7 +186,13 @@ else:
             "OPTIONS": {
                 "transaction_mode": "IMMEDIATE",
                 "timeout": env_int("SQLITE_BUSY_TIMEOUT", 30, minimum=1),
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                # Page cache: SQLite's default is 2 MB a connection; a search or a count over an
+                # organisation's store reads index pages all over a file of a gigabyte or more, and
+                # reads them again from the operating system on every request without it.
+                "init_command": (
+                    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                    f"PRAGMA cache_size=-{env_int('SQLITE_CACHE_MB', 64, minimum=2) * 1024};"
+                ),
             },
             # Reusing the connection spares every request SQLite's open and schema read.
             "CONN_MAX_AGE": env_int("DB_CONN_MAX_AGE", 60),

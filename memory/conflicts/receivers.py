@@ -123,4 +123,8 @@ def _expired_of(memory):
     describe=_describe_expired,
 )
 def expired_lessons_per_memory(memory_ids):
-    return count_per_memory(expired_lessons(), memory_ids)
+    # Counted from the few expired lessons (the partial index on expires_on), then narrowed to the
+    # memories: `memory_id + 0` keeps the database from starting with the memories' lessons instead,
+    # which SQLite did for a person of one team (14 ms a page at a million lessons, against 1 ms).
+    expired = expired_lessons().annotate(owner_memory=F("memory_id") + 0)
+    return count_per_memory(expired, memory_ids, memory_field="owner_memory")

@@ -1,8 +1,9 @@
 """/search/: every lesson the person may see, ranked; filters as a query string, so a search is bookmarkable."""
 
+import html
+
 from django import forms
 from django.template.response import TemplateResponse
-from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from memory.access import visible_memories, visible_projects, visible_teams
@@ -15,11 +16,35 @@ from personas.models import Persona
 MAX_PAGE = 500
 
 
+class OneOf(forms.IntegerField):
+    """The id of one of the person's teams, personas or projects. A ChoiceField would normalise its
+    hundreds of choices on every request (a few milliseconds of the page); a set answers the same."""
+
+    default_error_messages = {"invalid_choice": "Choose one from the list: %(value)s is not one of them."}
+
+    def __init__(self) -> None:
+        super().__init__(required=False)
+        self.allowed: frozenset[int] = frozenset()
+
+    def to_python(self, value):
+        try:
+            return super().to_python(value)
+        except forms.ValidationError:
+            raise forms.ValidationError(
+                self.error_messages["invalid_choice"], params={"value": str(value)[:40]}
+            ) from None
+
+    def validate(self, value):
+        super().validate(value)
+        if value is not None and value not in self.allowed:
+            raise forms.ValidationError(self.error_messages["invalid_choice"], params={"value": value})
+
+
 class SearchForm(forms.Form):
     q = forms.CharField(required=False, strip=True)
-    team = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
-    persona = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
-    project = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
+    team = OneOf()
+    persona = OneOf()
+    project = OneOf()
     tier = forms.ChoiceField(required=False, choices=[("", "Any tier"), *Tier.choices])
     category = forms.ChoiceField(required=False, choices=[("", "Any category"), *[(c, c) for c in ALL_CATEGORIES]])
     status = forms.ChoiceField(
@@ -32,9 +57,8 @@ class SearchForm(forms.Form):
 
     def __init__(self, data, *, teams, personas, projects):
         super().__init__(data)
-        self.fields["team"].choices = [("", "Any team"), *teams]
-        self.fields["persona"].choices = [("", "Any persona"), *personas]
-        self.fields["project"].choices = [("", "Any project"), *projects]
+        for name, choices in (("team", teams), ("persona", personas), ("project", projects)):
+            self.fields[name].allowed = frozenset(pk for pk, _ in choices)
 
     def clean_q(self):
         q = self.cleaned_data["q"]
@@ -73,10 +97,11 @@ def _select(form, name, choices, empty):
     chosen = str(form.data.get(name, ""))
     invalid = ' aria-invalid="true"' if name in form.errors else ""
     options = "".join(
-        f'<option value="{pk}"{" selected" if str(pk) == chosen else ""}>{escape(label)}</option>'
+        f'<option value="{pk}"{" selected" if str(pk) == chosen else ""}>{html.escape(label)}</option>'
         for pk, label in choices
     )
-    # Only the names are text from outside, and each went through escape(); ids are integers.
+    # Only the names are text from outside, and each went through html.escape (quotes included, as
+    # Django's escape, without its lazy-text wrapper on each of hundreds of names); ids are integers.
     return mark_safe(
         f'<select name="{name}" id="id_{name}"{invalid}><option value="">{empty}</option>{options}</select>'
     )

@@ -37,6 +37,7 @@ def start(**env):
         ({"DEBUG": "0", "SECRET_KEY": "ab" * 40}, "at least 5 different ones"),
         ({"SECURE_PROXY_SSL_HEADER": "https"}, "SECURE_PROXY_SSL_HEADER must look like"),
         ({"SECURE_HSTS_SECONDS": "forever"}, "SECURE_HSTS_SECONDS must be a whole number"),
+        ({"SQLITE_CACHE_MB": "1"}, "SQLITE_CACHE_MB must be at least 2"),
     ],
 )
 def test_bad_setting_fails_at_start_naming_the_variable(env, message):
@@ -106,3 +107,13 @@ def test_postgresql_connections_turn_jit_off_and_let_the_url_override():
             timeout=60,
         )
         assert out.stdout.strip() == expected, out.stderr[-2000:]
+
+
+def test_sqlite_connections_keep_the_page_cache_asked_for(db):
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("a SQLite setting")
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA cache_size")
+        assert cursor.fetchone()[0] == -64 * 1024  # SQLITE_CACHE_MB's default, in KiB

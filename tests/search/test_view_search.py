@@ -43,6 +43,10 @@ def test_a_lead_sees_only_their_teams_lessons_and_counts(client, two_teams):
     # Asking for the other team's filter values finds nothing of theirs: not a choice at all.
     response = client.get(URL, {"q": "refunds", "team": blue["team"].pk})
     assert response.context["results"] is None and "team" in response.context["form"].errors
+    assert f"{blue['team'].pk} is not one of them" in response.content.decode()
+    assert response.context["form"].data["team"] == str(blue["team"].pk)
+    response = client.get(URL, {"q": "refunds", "project": "<b>x</b>"})
+    assert "&lt;b&gt;x&lt;/b&gt; is not one of them" in response.content.decode()
     response = client.get(URL, {"q": "refunds", "persona": blue["persona"].pk})
     assert response.context["results"] is None
 
