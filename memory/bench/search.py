@@ -11,7 +11,8 @@ retirement, with their history.
 
 Figures, for a site-wide viewer and for a lead who sees one team: p95 server time of /search/ for a
 typical two-word query, two common words, a ref path prefix and a word under a ref prefix (target
-100 ms), its query count (the same for every query kind and size) and its HTML size (target 200 KiB).
+100 ms), words no lesson holds together (the relaxed search, no target), its query count (the same
+for every query kind and size, the relaxed search's one more) and its HTML size (target 200 KiB).
 The match counts are printed, and the page asking for nothing, timed in the same run. What keeping the
 index costs an import is the `search-import` benchmark (memory/bench/search_import.py).
 """
@@ -234,6 +235,7 @@ SYLLABLES = [
 # about one lesson in nine).
 TYPICAL = "stripe webhook"
 COMMON = "test build"
+RELAXED = "stripe webhok retries"  # the typo matches nothing
 
 MODULES = [
     "billing",
@@ -552,10 +554,13 @@ def _pages(bench, n):
     viewer, lead = _people()
     lessons = Lesson.objects.count()
     kinds = [
-        ("two words", {"q": TYPICAL}),
-        ("two common words", {"q": COMMON}),
-        ("ref prefix", {"ref": REF_PREFIX}),
-        ("word under a ref prefix", {"q": WORD_UNDER_REF[0], "ref": WORD_UNDER_REF[1]}),
+        ("two words", {"q": TYPICAL}, MAX_MS),
+        ("two common words", {"q": COMMON}, MAX_MS),
+        ("ref prefix", {"ref": REF_PREFIX}, MAX_MS),
+        ("word under a ref prefix", {"q": WORD_UNDER_REF[0], "ref": WORD_UNDER_REF[1]}, MAX_MS),
+        # No lesson holds every word (a typo): the page asks again for lessons holding some of them, and
+        # ranks every lesson holding any. No target: this is the slow path, measured to be known.
+        ("words no lesson holds together", {"q": RELAXED}, None),
     ]
     counts = {}
     for who, user in (("site-wide", viewer), ("one team's lead", lead)):
@@ -567,11 +572,12 @@ def _pages(bench, n):
             f"{who}, the page with no search: median {statistics.median(timings):.0f} ms,"
             f" p95 {statistics.quantiles(timings, n=20)[-1]:.0f} ms, CPU {cpu:.0f} ms a request"
         )
-        for label, params in kinds:
+        for label, params, target in kinds:
             p95, median, cpu, queries, size, shown = _measure(client, params)
-            counts.setdefault(who, set()).add(queries)
+            # The relaxed search asks its summary once more: its count is the others' plus one.
+            counts.setdefault(who, set()).add(queries - (target is None))
             shown_params = " ".join(f"{k}={v!r}" for k, v in params.items())
-            bench.figure(f"{n:,} lessons, {who}, {label}: p95", p95, unit="ms", target=MAX_MS)
+            bench.figure(f"{n:,} lessons, {who}, {label}: p95", p95, unit="ms", target=target)
             bench.note(
                 f"{shown_params}: {shown:,} of {lessons:,} lessons match; median {median:.0f} ms, CPU"
                 f" {cpu:.0f} ms a request (app and database), {queries} queries, {size / 1024:.0f} KiB"

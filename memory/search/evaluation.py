@@ -1,6 +1,10 @@
 """Relevance on the labelled corpus (corpus/lessons.json): the share of queries whose expected
 lessons all rank in the top 5. Seeds its lessons in a scratch memory inside a transaction it rolls
-back, so nothing stays written."""
+back, so nothing stays written.
+
+Two sets of queries over the same lessons: the corpus's own (short, each word in the lesson in some
+form) and corpus/lead_questions.json (as a lead types them: several words, some the lesson lacks).
+Each is searched the way /search/ does it (`web`) or the agents' lesson search does (`agents`)."""
 
 import json
 from dataclasses import dataclass, field
@@ -11,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 CORPUS = Path(__file__).parent / "corpus" / "lessons.json"
+LEAD_QUESTIONS = Path(__file__).parent / "corpus" / "lead_questions.json"
 TOP = 5
 
 
@@ -59,18 +64,28 @@ def _seed(corpus: dict[str, Any]) -> tuple[Any, dict[int, str]]:
     return memory, {pk: item["key"] for pk, item in zip(ids, corpus["lessons"], strict=True)}
 
 
-def evaluate(path: Path = CORPUS) -> Outcome:
+def evaluate(path: Path = CORPUS, *, queries: Path | None = None, via: str = "web") -> Outcome:
+    """The outcome of the queries of `queries` (default: the corpus's own) over the corpus's lessons."""
+    from django.contrib.auth import get_user_model
+
     from memory.models import Lesson
-    from memory.search.selectors import ranked_for_memory
+    from memory.search.selectors import Filters, ranked_for_memory, search
 
     corpus = json.loads(path.read_text())
+    asked = json.loads(queries.read_text())["queries"] if queries else corpus["queries"]
     outcome = Outcome()
     try:
         with transaction.atomic():
             memory, keys = _seed(corpus)
-            for item in corpus["queries"]:
-                lessons = ranked_for_memory(Lesson.objects.filter(memory=memory), item["q"])
-                top = [keys[pk] for pk in lessons.values_list("pk", flat=True)[:TOP]]
+            lead = get_user_model().objects.create(username="search-evaluation", is_superuser=True)
+            for item in asked:
+                if via == "web":
+                    results = search(lead, item["q"], Filters(project=memory.project_id))
+                    ids = [hit.lesson.pk for hit in results.hits]
+                else:
+                    lessons = ranked_for_memory(Lesson.objects.filter(memory=memory), item["q"])
+                    ids = list(lessons.values_list("pk", flat=True)[:TOP])
+                top = [keys[pk] for pk in ids[:TOP]]
                 outcome.queries += 1
                 if set(item["expect"]) <= set(top):
                     outcome.hits += 1

@@ -42,7 +42,7 @@ SQLITE_DROP = [*(f"DROP TRIGGER IF EXISTS {name}" for name in TRIGGERS), f"DROP 
 
 PG_CONFIGS = ("simple", "english", "german", "spanish")
 # `<` and `>` become spaces first: PostgreSQL's parser drops anything shaped like an XML tag
-# ("<script>"), words included. The query's text gets the same (selectors._pg_params).
+# ("<script>"), words included. The query's text gets the same (selectors._pg_text).
 PG_VECTOR = " || ".join(f"to_tsvector('{c}'::regconfig, translate(coalesce(text, ''), '<>', '  '))" for c in PG_CONFIGS)
 PG_COLUMN = f"ALTER TABLE memory_lesson ADD COLUMN search_vector tsvector GENERATED ALWAYS AS ({PG_VECTOR}) STORED"
 PG_INDEX = "CREATE INDEX lesson_search_gin ON memory_lesson USING gin (search_vector)"
@@ -66,6 +66,8 @@ PG_TSQUERY = (
     + ", ".join(f"websearch_to_tsquery('{c}'::regconfig, %s)" for c in PG_CONFIGS)
     + ", to_tsquery('simple'::regconfig, %s))"
 )
+# The readings alone (one parameter a config): what a relaxed query excludes, negated with `!!`.
+PG_READINGS = "nw_tsquery_any(" + ", ".join(f"websearch_to_tsquery('{c}'::regconfig, %s)" for c in PG_CONFIGS) + ")"
 
 
 # The ref prefix filter (`ref=src/billing/`) reads from indexes alone: the refs under the prefix with

@@ -54,6 +54,7 @@ class Results:
     personas: list[dict[str, Any]] = field(default_factory=list)
     more_teams: int = 0  # how many teams and personas with matches the lists leave out
     more_personas: int = 0
+    relaxed: bool = False  # no lesson held every term: these hold some of them (Query.relaxed)
 
 
 def matching(lessons: QuerySet[Lesson], query: Query) -> QuerySet[Lesson]:
@@ -68,7 +69,8 @@ def matching(lessons: QuerySet[Lesson], query: Query) -> QuerySet[Lesson]:
             params=[expr],
         )
     else:
-        lessons = lessons.extra(where=[f"memory_lesson.search_vector @@ {index.PG_TSQUERY}"], params=_pg_params(query))
+        tsquery, params = _pg_tsquery(query)
+        lessons = lessons.extra(where=[f"memory_lesson.search_vector @@ {tsquery}"], params=params)
     for code, negated in query.codes:
         # Code must appear as written; the index found the candidates by its words.
         lessons = lessons.exclude(text__icontains=code) if negated else lessons.filter(text__icontains=code)
@@ -82,13 +84,24 @@ def ranked(lessons: QuerySet[Lesson], query: Query) -> QuerySet[Lesson]:
     if connection.vendor == "sqlite":
         rank = f"bm25({index.FTS_TABLE}, 2.0, 1.0)"  # lower is better; a word as written counts double
         return lessons.extra(select={"search_rank": rank}, order_by=["search_rank", "-id"])
-    rank = f"-ts_rank(memory_lesson.search_vector, {index.PG_TSQUERY})"
-    return lessons.extra(select={"search_rank": rank}, select_params=_pg_params(query), order_by=["search_rank", "-id"])
+    tsquery, params = _pg_tsquery(query)
+    rank = f"-ts_rank(memory_lesson.search_vector, {tsquery})"
+    return lessons.extra(select={"search_rank": rank}, select_params=params, order_by=["search_rank", "-id"])
 
 
-def _pg_params(query: Query) -> list[str]:
-    text = query.text.replace("<", " ").replace(">", " ")  # as the indexed text (index.PG_VECTOR)
-    return [text] * len(index.PG_CONFIGS) + [pg_prefix_tsquery(query) or "''"]
+def _pg_tsquery(query: Query) -> tuple[str, list[str]]:
+    """The query's tsquery expression and its parameters. A relaxed query's readings are its terms
+    or-ed, and websearch_to_tsquery would bind an exclusion to the last of them only ("a or b -c" is
+    a | (b & !c)), so what it excludes is taken away from the whole: (readings && !!excluded)."""
+    params = [_pg_text(query.text)] * len(index.PG_CONFIGS) + [pg_prefix_tsquery(query) or "''"]
+    if query.any_term and query.negated_text:
+        excluded = [_pg_text(query.negated_text)] * len(index.PG_CONFIGS)
+        return f"({index.PG_TSQUERY} && !!{index.PG_READINGS})", params + excluded
+    return index.PG_TSQUERY, params
+
+
+def _pg_text(text: str) -> str:
+    return text.replace("<", " ").replace(">", " ")  # as the indexed text (index.PG_VECTOR)
 
 
 def filtered(lessons: QuerySet[Lesson], filters: Filters) -> QuerySet[Lesson]:
@@ -131,14 +144,21 @@ def search(user: Any, q: str, filters: Filters, *, page: int = 1) -> Results:
 
     Three queries (plus, once per request, the user's memberships for the scope): the summary, which
     finds the matching lessons once (a materialised CTE) and reads from that set the count, the counts
-    per team and per persona and the page's ids in rank order; the page's lessons; their refs."""
+    per team and per persona and the page's ids in rank order; the page's lessons; their refs. When
+    no lesson holds every term, the summary is asked once more of the relaxed query: four queries."""
     query = parse(q)
     results = Results(query)
     if (query.text and not query) or (not query.text and not any_filter(filters)):
         return results  # only operators or exclusions, or nothing asked at all
-    lessons = matching(filtered(scope(Lesson.objects.all(), user), filters), query)
-    ids, teams, personas = _summary(lessons, query, offset=(page - 1) * PAGE_SIZE)
+    visible = filtered(scope(Lesson.objects.all(), user), filters)
+    offset = (page - 1) * PAGE_SIZE
+    ids, teams, personas = _summary(matching(visible, query), query, offset=offset)
     results.count = sum(n for _, _, n in teams)
+    if not results.count and (relaxed := query.relaxed()) is not None:
+        # No lesson holds every term: the lessons holding some of them, those with the most first.
+        ids, teams, personas = _summary(matching(visible, relaxed), relaxed, offset=offset)
+        results.count = sum(n for _, _, n in teams)
+        results.relaxed, query = True, relaxed
     if not results.count:
         return results
     results.teams, results.more_teams = _facet(teams)

@@ -12,6 +12,8 @@ from functools import lru_cache
 
 import Stemmer
 
+from memory.conflicts.lexicon import STOPWORDS  # English, German and Spanish
+
 # English, German and Spanish at least: a word matches its inflected forms in each.
 LANGUAGES = ("english", "german", "spanish")
 MAX_QUERY_CHARS = 1000
@@ -109,6 +111,8 @@ class Term:
 class Query:
     terms: list[Term]
     text: str  # the cleaned query, for PostgreSQL's own parser
+    # Relaxed (see relaxed()): a lesson holding any one of the terms matches, not only one holding all.
+    any_term: bool = False
 
     @property
     def positive_words(self) -> list[str]:
@@ -122,11 +126,47 @@ class Query:
 
     @property
     def codes(self) -> list[tuple[str, bool]]:
-        """(code token, negated) of the terms that must (or must not) appear as written."""
-        return [(t.code, t.negated) for t in self.terms if t.code and not t.alternatives]
+        """(code token, negated) of the terms that must (or must not) appear as written. A relaxed
+        query requires none of its terms, so only its excluded code tokens are checked."""
+        return [
+            (t.code, t.negated)
+            for t in self.terms
+            if t.code and not t.alternatives and (t.negated or not self.any_term)
+        ]
+
+    @property
+    def negated_text(self) -> str:
+        """The excluded terms as PostgreSQL's websearch syntax reads them, or-ed ("" when none)."""
+        return " or ".join(_as_typed(t) for t in self.terms if t.negated)
+
+    def relaxed(self) -> "Query | None":
+        """The query asking for lessons that hold any one of its terms rather than all of them: what
+        the search page shows when no lesson holds every term ("customer charged twice for a refund"
+        when the lesson says "charged a customer twice"). Words that say nothing on their own (the,
+        für, para) are left out, unless they are all there is; phrases and code stay whole, and
+        excluded terms stay excluded. The best lessons hold the most terms, and the rarest. None when
+        there is nothing to relax (a single term, or a query already relaxed)."""
+        if self.any_term:
+            return None
+        if sum(not term.negated for term in self.terms) < 2:
+            return None  # one term (with its or-ed alternatives): any one of them is what it asks already
+        asked = [t for term in self.terms if not term.negated for t in [term, *term.alternatives]]
+        telling = [t for t in asked if t.phrase or t.code or any(w not in STOPWORDS for w in t.words)]
+        kept = [Term(t.words, code=t.code, phrase=t.phrase) for t in (telling or asked)]
+        negated = [t for t in self.terms if t.negated]
+        return Query(kept + negated, " or ".join(_as_typed(t) for t in kept), any_term=True)
 
     def __bool__(self) -> bool:
         return any(not t.negated for t in self.terms)
+
+
+def _as_typed(term: Term) -> str:
+    """A term as the query language writes it (code as written, several words as a phrase)."""
+    if term.code:
+        return term.code
+    if term.phrase or len(term.words) > 1:
+        return '"' + " ".join(term.words) + '"'
+    return term.words[0]
 
 
 _TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
@@ -190,7 +230,7 @@ def fts5_match(query: Query) -> str:
         (negative if term.negated else positive).append(expr)
     if not positive:
         return ""
-    expr = " AND ".join(positive)
+    expr = " AND ".join(positive) if not query.any_term else "(" + " OR ".join(positive) + ")"
     for neg in negative:
         expr = f"({expr}) NOT {neg}"
     return expr
@@ -219,4 +259,6 @@ def pg_prefix_tsquery(query: Query) -> str:
         (negative if term.negated else positive).append(expr)
     if not positive:
         return ""
+    if query.any_term:
+        positive = ["(" + " | ".join(positive) + ")"]
     return " & ".join(positive + [f"!{n}" for n in negative])

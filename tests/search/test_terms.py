@@ -68,3 +68,42 @@ def test_unbalanced_quotes_and_long_or_control_input_parse():
 def test_quotes_in_fts5_expression_are_escaped():
     expr = fts5_match(parse('ab"cd ef'))
     assert expr.count('"') % 2 == 0
+
+
+def test_a_relaxed_query_asks_for_any_telling_term_and_keeps_phrases_code_and_exclusions():
+    query = parse('customer charged twice for a refund "dead letter" src/billing/refund.py -idempotent')
+    relaxed = query.relaxed()
+    assert relaxed is not None and relaxed.any_term
+    kept = [t.words for t in relaxed.terms if not t.negated]
+    assert kept == [
+        ["customer"],
+        ["charged"],
+        ["twice"],
+        ["refund"],
+        ["dead", "letter"],
+        ["src", "billing", "refund", "py"],
+    ]
+    assert [t.words for t in relaxed.terms if t.negated] == [["idempotent"]]
+    # Code stays whole but is no longer required as written; the exclusion still is checked.
+    assert relaxed.codes == []
+    assert relaxed.text == 'customer or charged or twice or refund or "dead letter" or src/billing/refund.py'
+    assert relaxed.negated_text == "idempotent"
+    expr = fts5_match(relaxed)
+    assert ') OR (text : "charged"* OR ' in expr and ' OR text : "dead letter" OR ' in expr
+    assert expr.endswith(' NOT (text : "idempotent"* OR {text stems} : ("idempot" OR "idempotent"))')
+    assert pg_prefix_tsquery(relaxed).startswith("('customer':* | 'charged':* | ")
+    assert pg_prefix_tsquery(relaxed).endswith(") & !'idempotent':*")
+
+
+def test_nothing_to_relax_in_one_term_or_a_relaxed_query():
+    assert parse("refund").relaxed() is None
+    assert parse("refund or refunds").relaxed() is None  # any one of them is what it asks already
+    assert parse("refund -webhook").relaxed() is None
+    relaxed = parse("refund webhook").relaxed()
+    assert relaxed is not None and relaxed.relaxed() is None
+
+
+def test_a_query_of_only_little_words_keeps_them_when_relaxed():
+    relaxed = parse("the and of").relaxed()
+    assert relaxed is not None and [t.words for t in relaxed.terms] == [["the"], ["and"], ["of"]]
+    assert [t.words for t in parse("die Zahlung para el pago").relaxed().terms] == [["zahlung"], ["pago"]]

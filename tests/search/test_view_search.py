@@ -69,6 +69,31 @@ def test_ranked_highlighted_and_linked(client, two_teams):
     assert "src/billing/refund.py#L20" in page and "Shop red" in page and "2026-01-01" in page
 
 
+def test_when_no_lesson_holds_every_word_those_holding_some_are_shown_and_said_so(client, two_teams):
+    red = two_teams["red"]
+    client.force_login(red["lead"])
+    # No lesson of red holds all three words: one says refunds are retried, one that refund webhooks...
+    response = client.get(URL, {"q": "refund webhook retries"})
+    assert set(hits(response)) == {red["lessons"][0].pk, red["lessons"][1].pk}
+    results = response.context["results"]
+    assert results.relaxed and results.count == 2
+    assert [t["name"] for t in results.teams] == ["Team red"]  # the other team's lessons, not even counted
+    page = response.content.decode()
+    assert "No lesson holds every word of “refund webhook retries”" in page
+    assert "<mark>Refunds</mark> are <mark>retried</mark>" in page and "blue" not in page.lower()
+    # ... what is excluded stays excluded.
+    response = client.get(URL, {"q": "refund webhook retries -idempotent"})
+    assert hits(response) == [red["lessons"][0].pk] and response.context["results"].relaxed
+    # Words that say nothing alone are left out, and a lesson holding every word is shown as before.
+    response = client.get(URL, {"q": "the refunds of the team were retried"})
+    assert hits(response)[0] == red["lessons"][0].pk
+    response = client.get(URL, {"q": "refunds retried"})
+    assert not response.context["results"].relaxed
+    assert "No lesson holds every word" not in response.content.decode()
+    response = client.get(URL, {"q": "nothing like these words"})
+    assert response.context["results"].count == 0 and "No lesson matches" in response.content.decode()
+
+
 def test_lesson_text_is_escaped_around_marks(client, two_teams):
     red = two_teams["red"]
     evil = make_lesson(red["memory"], "Never <script>alert(1)</script> in the refund page")
@@ -204,3 +229,7 @@ def test_query_count_is_constant(client, two_teams, django_assert_num_queries):
             response = client.get(URL, params)
         assert hits(response), params
     assert len(hits(client.get(URL, {"q": "refund"}))) == 20
+    # A search no lesson answers in full asks its summary once more, of the relaxed query.
+    with django_assert_num_queries(13):
+        response = client.get(URL, {"q": "refund webhook retries"})
+    assert response.context["results"].relaxed and hits(response)

@@ -3,20 +3,23 @@
 from django.core.management.base import BaseCommand
 from django.db import connection
 
-from memory.search.evaluation import TOP, evaluate
+from memory.search.evaluation import LEAD_QUESTIONS, TOP, evaluate
 
 
 class Command(BaseCommand):
     help = (
-        "Search the labelled corpus (memory/search/corpus/lessons.json) and print the share of queries whose "
-        f"expected lessons all rank in the top {TOP}, with the misses. Writes nothing."
+        "Search the labelled corpus (memory/search/corpus/) and print, for each set of queries and each way of "
+        f"searching, the share of queries whose expected lessons all rank in the top {TOP}, with the misses. "
+        "Writes nothing."
     )
 
     def handle(self, *args, **options):
-        outcome = evaluate()
-        for query, expected, top in outcome.misses:
-            self.stdout.write(f"miss: {query!r} expected {expected}, top {TOP}: {top}")
-        self.stdout.write(
-            f"search relevance ({connection.vendor}): {outcome.hits}/{outcome.queries} queries with the expected "
-            f"lessons in the top {TOP} = {outcome.score:.3f} (target 0.900)"
-        )
+        for label, queries in (("corpus queries", None), ("lead questions", LEAD_QUESTIONS)):
+            for via in ("web", "agents"):
+                outcome = evaluate(queries=queries, via=via)
+                for query, expected, top in outcome.misses:
+                    self.stdout.write(f"  miss ({label}, {via}): {query!r} expected {expected}, top {TOP}: {top}")
+                self.stdout.write(
+                    f"search relevance ({connection.vendor}, {label}, {via}): {outcome.hits}/{outcome.queries} "
+                    f"queries with the expected lessons in the top {TOP} = {outcome.score:.3f} (target 0.900)"
+                )
