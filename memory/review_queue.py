@@ -167,7 +167,7 @@ def totals_by_source(memory_ids: MemoryIds) -> dict[str, int]:
     left out: one UNION of counts, whose cost follows the waiting items, not the memories.
 
     Every page asks this for its nav badge. Building and compiling the UNION's querysets costs about
-    ten times what the database then spends on it, so its SQL is kept per scope (see _totals_sql)."""
+    ten times what the database then spends on it, so its SQL is kept per scope, database and day (_totals_key)."""
     from django.db import connection
 
     sources = review_sources()

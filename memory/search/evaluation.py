@@ -2,8 +2,9 @@
 lessons all rank in the top 5. Seeds its lessons in a scratch memory inside a transaction it rolls
 back, so nothing stays written.
 
-Two sets of queries over the same lessons: the corpus's own (short, each word in the lesson in some
-form) and corpus/lead_questions.json (as a lead types them: several words, some the lesson lacks).
+Three sets of queries over the same lessons: the corpus's own (short, each word in the lesson in some
+form), corpus/lead_questions.json (as a lead types them: several words, some the lesson lacks) and
+corpus/heldout_questions.json (written by someone who never saw the engine).
 Each is searched the way /search/ does it (`web`) or the agents' lesson search does (`agents`)."""
 
 import json
@@ -16,6 +17,7 @@ from django.utils import timezone
 
 CORPUS = Path(__file__).parent / "corpus" / "lessons.json"
 LEAD_QUESTIONS = Path(__file__).parent / "corpus" / "lead_questions.json"
+HELDOUT_QUESTIONS = Path(__file__).parent / "corpus" / "heldout_questions.json"
 TOP = 5
 
 

@@ -161,9 +161,10 @@ class Query:
 
 
 def _as_typed(term: Term) -> str:
-    """A term as the query language writes it (code as written, several words as a phrase)."""
+    """A term as the query language writes it: code as written and several words as a phrase, each
+    quoted, so PostgreSQL's `or` between terms cannot bind to one of their words alone."""
     if term.code:
-        return term.code
+        return '"' + term.code.replace('"', " ") + '"'
     if term.phrase or len(term.words) > 1:
         return '"' + " ".join(term.words) + '"'
     return term.words[0]

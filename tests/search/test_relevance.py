@@ -5,7 +5,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from memory.search.evaluation import LEAD_QUESTIONS, evaluate
+from memory.search.evaluation import HELDOUT_QUESTIONS, LEAD_QUESTIONS, evaluate
 
 pytestmark = pytest.mark.django_db
 
@@ -17,12 +17,13 @@ def test_expected_lessons_rank_in_the_top_five_for_nine_queries_in_ten(via):
     assert outcome.score >= 0.9, outcome.misses
 
 
-def test_searches_typed_as_a_lead_types_them_find_the_lesson_on_the_search_page():
-    outcome = evaluate(queries=LEAD_QUESTIONS, via="web")
+@pytest.mark.parametrize("questions", [LEAD_QUESTIONS, HELDOUT_QUESTIONS], ids=["lead", "held-out"])
+def test_searches_typed_as_a_lead_types_them_find_the_lesson_on_the_search_page(questions):
+    outcome = evaluate(queries=questions, via="web")
     assert outcome.queries >= 30
     assert outcome.score >= 0.9, outcome.misses
     # The agents' strict search finds far fewer of them: the page's fallback is what answers them.
-    assert evaluate(queries=LEAD_QUESTIONS, via="agents").score < 0.7
+    assert evaluate(queries=questions, via="agents").score < 0.7
 
 
 def test_eval_search_prints_the_figure():

@@ -3,7 +3,7 @@
 from django.core.management.base import BaseCommand
 from django.db import connection
 
-from memory.search.evaluation import LEAD_QUESTIONS, TOP, evaluate
+from memory.search.evaluation import HELDOUT_QUESTIONS, LEAD_QUESTIONS, TOP, evaluate
 
 
 class Command(BaseCommand):
@@ -14,7 +14,8 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args, **options):
-        for label, queries in (("corpus queries", None), ("lead questions", LEAD_QUESTIONS)):
+        sets = (("corpus queries", None), ("lead questions", LEAD_QUESTIONS), ("held-out questions", HELDOUT_QUESTIONS))
+        for label, queries in sets:
             for via in ("web", "agents"):
                 outcome = evaluate(queries=queries, via=via)
                 for query, expected, top in outcome.misses:
