@@ -4,11 +4,14 @@ The database's own full-text engine ranks (SQLite FTS5 bm25, PostgreSQL ts_rank 
 generated tsvector); see memory/search/index.py for how the index is kept.
 """
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from django.db import connection
+from django.db import OperationalError, connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -20,6 +23,7 @@ from memory.search.terms import Query, fts5_match, parse, pg_prefix_tsquery
 from personas.models import Persona, Project, Team
 
 PAGE_SIZE = 20
+RELAXED_TIME_LIMIT_MS = 3000
 FACET_SIZE = 20  # teams or personas listed with their counts, the largest first
 # Statuses a search shows when none is asked for: everything but the deleted.
 LIVE_STATUSES = [LessonStatus.ACTIVE, LessonStatus.PROMOTED, LessonStatus.SUPERSEDED]
@@ -55,6 +59,7 @@ class Results:
     more_teams: int = 0  # how many teams and personas with matches the lists leave out
     more_personas: int = 0
     relaxed: bool = False  # no lesson held every term: these hold some of them (Query.relaxed)
+    too_broad: bool = False  # ... and too many held some of them to rank within RELAXED_TIME_LIMIT_MS
 
 
 def matching(lessons: QuerySet[Lesson], query: Query) -> QuerySet[Lesson]:
@@ -90,14 +95,19 @@ def ranked(lessons: QuerySet[Lesson], query: Query) -> QuerySet[Lesson]:
 
 
 def _pg_tsquery(query: Query) -> tuple[str, list[str]]:
-    """The query's tsquery expression and its parameters. A relaxed query's readings are its terms
-    or-ed, and websearch_to_tsquery would bind an exclusion to the last of them only ("a or b -c" is
-    a | (b & !c)), so what it excludes is taken away from the whole: (readings && !!excluded)."""
-    params = [_pg_text(query.text)] * len(index.PG_CONFIGS) + [pg_prefix_tsquery(query) or "''"]
-    if query.any_term and query.negated_text:
-        excluded = [_pg_text(query.negated_text)] * len(index.PG_CONFIGS)
-        return f"({index.PG_TSQUERY} && !!{index.PG_READINGS})", params + excluded
-    return index.PG_TSQUERY, params
+    """The query's tsquery expression and its parameters.
+
+    A relaxed query is its terms' readings or-ed, without the words as prefixes: every lesson holding
+    any term is ranked, and at a million lessons the index's prefix matching of several common words
+    doubled that. websearch_to_tsquery would bind an exclusion to the last term only ("a or b -c" is
+    a | (b & !c)), so what a relaxed query excludes is taken from the whole: (readings && !!excluded)."""
+    text = [_pg_text(query.text)] * len(index.PG_CONFIGS)
+    if not query.any_term:
+        return index.PG_TSQUERY, [*text, pg_prefix_tsquery(query)]
+    if not query.negated_text:
+        return index.PG_READINGS, text
+    excluded = [_pg_text(query.negated_text)] * len(index.PG_CONFIGS)
+    return f"({index.PG_READINGS} && !!{index.PG_READINGS})", text + excluded
 
 
 def _pg_text(text: str) -> str:
@@ -156,9 +166,16 @@ def search(user: Any, q: str, filters: Filters, *, page: int = 1) -> Results:
     results.count = sum(n for _, _, n in teams)
     if not results.count and (relaxed := query.relaxed()) is not None:
         # No lesson holds every term: the lessons holding some of them, those with the most first.
-        ids, teams, personas = _summary(matching(visible, relaxed), relaxed, offset=offset)
-        results.count = sum(n for _, _, n in teams)
+        # Every lesson holding any term is ranked, so common words over a large store are given a
+        # time limit; past it the page asks for more precise words rather than wait.
         results.relaxed, query = True, relaxed
+        try:
+            with time_limit(RELAXED_TIME_LIMIT_MS):
+                ids, teams, personas = _summary(matching(visible, relaxed), relaxed, offset=offset)
+        except OperationalError:
+            results.too_broad = True
+            return results
+        results.count = sum(n for _, _, n in teams)
     if not results.count:
         return results
     results.teams, results.more_teams = _facet(teams)
@@ -168,6 +185,31 @@ def search(user: Any, q: str, filters: Filters, *, page: int = 1) -> Results:
         by_id = {lesson.pk: lesson for lesson in rows.prefetch_related("refs")}
         results.hits = [Hit(by_id[pk], highlight(by_id[pk].text, query)) for pk in ids if pk in by_id]
     return results
+
+
+@contextmanager
+def time_limit(ms: int) -> Iterator[None]:
+    """Statements run inside stop with OperationalError after `ms` milliseconds: PostgreSQL's
+    statement_timeout for the enclosing transaction, SQLite's progress handler (which interrupts)."""
+    if connection.vendor == "postgresql":
+        # Local to the transaction (a savepoint inside a request's or a test's), and put back after:
+        # a timeout rolls the savepoint back, and the setting with it.
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT current_setting('statement_timeout'), set_config('statement_timeout', %s, true)", [str(ms)]
+            )
+            before = cursor.fetchone()[0]
+            yield
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [before])
+        return
+    connection.ensure_connection()
+    raw = connection.connection
+    deadline = time.monotonic() + ms / 1000
+    raw.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
+    try:
+        yield
+    finally:
+        raw.set_progress_handler(None, 0)
 
 
 def _facet(rows: list[tuple[int | None, str | None, int]]) -> tuple[list[dict[str, Any]], int]:

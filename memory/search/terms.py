@@ -210,14 +210,15 @@ def _quote(word: str) -> str:
     return '"' + word.replace('"', '""') + '"'
 
 
-def _fts_one(term: Term) -> str:
+def _fts_one(term: Term, *, as_prefix: bool = True) -> str:
     if term.phrase or term.code or len(term.words) > 1:
         return "text : " + _quote(" ".join(term.words))
     word = term.words[0]
     forms = " OR ".join(_quote(s) for s in word_stems(word))
     # A longer word also matches as the start of a word: "docker" finds "Dockerfile", "Datenbank"
-    # the German compound "Datenbankverbindungen".
-    prefix = "*" if len(word) >= PREFIX_MIN else ""
+    # the German compound "Datenbankverbindungen". Not in a relaxed query (as on PostgreSQL: see
+    # selectors._pg_tsquery), whose every match is ranked.
+    prefix = "*" if as_prefix and len(word) >= PREFIX_MIN else ""
     return f"(text : {_quote(word)}{prefix} OR {{text stems}} : ({forms}))"
 
 
@@ -226,7 +227,7 @@ def fts5_match(query: Query) -> str:
     positive: list[str] = []
     negative: list[str] = []
     for term in query.terms:
-        group = [_fts_one(t) for t in [term, *term.alternatives]]
+        group = [_fts_one(t, as_prefix=not query.any_term) for t in [term, *term.alternatives]]
         expr = group[0] if len(group) == 1 else "(" + " OR ".join(group) + ")"
         (negative if term.negated else positive).append(expr)
     if not positive:
@@ -260,6 +261,4 @@ def pg_prefix_tsquery(query: Query) -> str:
         (negative if term.negated else positive).append(expr)
     if not positive:
         return ""
-    if query.any_term:
-        positive = ["(" + " | ".join(positive) + ")"]
     return " & ".join(positive + [f"!{n}" for n in negative])

@@ -89,10 +89,11 @@ def test_a_relaxed_query_asks_for_any_telling_term_and_keeps_phrases_code_and_ex
     assert relaxed.text == 'customer or charged or twice or refund or "dead letter" or "src/billing/refund.py"'
     assert relaxed.negated_text == "idempotent"
     expr = fts5_match(relaxed)
-    assert ') OR (text : "charged"* OR ' in expr and ' OR text : "dead letter" OR ' in expr
-    assert expr.endswith(' NOT (text : "idempotent"* OR {text stems} : ("idempot" OR "idempotent"))')
-    assert pg_prefix_tsquery(relaxed).startswith("('customer':* | 'charged':* | ")
-    assert pg_prefix_tsquery(relaxed).endswith(") & !'idempotent':*")
+    # Any one term, each as written or by its stems (not as the start of a longer word: every match of
+    # a relaxed query is ranked, and prefixes of common words widen it most).
+    assert ') OR (text : "charged" OR {text stems} : ' in expr and ' OR text : "dead letter" OR ' in expr
+    assert expr.endswith(' NOT (text : "idempotent" OR {text stems} : ("idempot" OR "idempotent"))')
+    assert "*" not in expr
 
 
 def test_nothing_to_relax_in_one_term_or_a_relaxed_query():

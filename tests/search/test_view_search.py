@@ -1,8 +1,11 @@
 """/search/: ranked lessons of the memories a person may see, filters as a query string, bad input answered."""
 
+import time
+from contextlib import contextmanager
 from datetime import date
 
 import pytest
+from django.db import OperationalError, connection
 from django.urls import reverse
 
 from memory import services
@@ -229,7 +232,47 @@ def test_query_count_is_constant(client, two_teams, django_assert_num_queries):
             response = client.get(URL, params)
         assert hits(response), params
     assert len(hits(client.get(URL, {"q": "refund"}))) == 20
-    # A search no lesson answers in full asks its summary once more, of the relaxed query.
-    with django_assert_num_queries(13):
+    # A search no lesson answers in full asks its summary once more, of the relaxed query, within a
+    # time limit (PostgreSQL: set in a savepoint and put back, four statements more).
+    more = 1 if connection.vendor == "sqlite" else 5
+    with django_assert_num_queries(12 + more):
         response = client.get(URL, {"q": "refund webhook retries"})
     assert response.context["results"].relaxed and hits(response)
+
+
+def test_a_relaxed_search_too_broad_to_rank_in_time_asks_for_better_words(client, two_teams, monkeypatch):
+    from memory.search import selectors
+
+    @contextmanager
+    def out_of_time(ms):
+        raise OperationalError("canceling statement due to statement timeout")
+        yield
+
+    monkeypatch.setattr(selectors, "time_limit", out_of_time)
+    client.force_login(two_teams["red"]["lead"])
+    response = client.get(URL, {"q": "refund webhook retries"})
+    results = response.context["results"]
+    assert response.status_code == 200 and results.too_broad and results.count == 0
+    assert "too many hold some of them to rank in time" in response.content.decode()
+    assert client.get(URL, {"q": "refunds retried"}).context["results"].count == 1  # strict: no limit
+
+
+def test_the_time_limit_stops_a_long_statement_and_leaves_the_connection_usable(db):
+    from memory.search.selectors import time_limit
+
+    slow = (
+        "SELECT pg_sleep(2)"
+        if connection.vendor == "postgresql"
+        else "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000000) SELECT count(*) FROM n"
+    )
+    started = time.monotonic()
+    with pytest.raises(OperationalError), time_limit(100), connection.cursor() as cursor:
+        cursor.execute(slow)
+        cursor.fetchall()
+    assert time.monotonic() - started < 1.5
+    with connection.cursor() as cursor:  # no limit left behind
+        cursor.execute("SELECT 1")
+        assert cursor.fetchone() == (1,)
+        if connection.vendor == "postgresql":
+            cursor.execute("SHOW statement_timeout")
+            assert cursor.fetchone()[0] == "0"
