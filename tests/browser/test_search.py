@@ -57,3 +57,22 @@ def test_results_fit_a_phone(page, login, transactional_db):
     assert page.locator(".search-hit").count() == 4
     overflow = horizontal_overflow(page)
     assert overflow["over"] == 0, overflow
+
+
+def test_a_question_no_lesson_answers_word_for_word_shows_the_closest_and_says_so_on_a_phone(
+    page, login, transactional_db
+):
+    _team("red", 2)
+    _team("blue", 2)
+    page.set_viewport_size({"width": 390, "height": 844})
+    login("lead-red", PASSWORD)
+    page.goto("/")
+    page.keyboard.press("/")
+    page.keyboard.type("why are refund retries failing for the shop")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/search/?q=*")
+    notice = page.locator(".search-relaxed")
+    assert "No lesson holds every word of" in notice.inner_text()
+    assert page.locator(".search-hit").count() == 2  # red's lessons only, even when any word will do
+    assert "blue" not in page.locator("main").inner_text().lower()
+    assert horizontal_overflow(page)["over"] == 0
