@@ -18,6 +18,7 @@ memory comes back however many memories there are) and how many wait in each of 
 (home's cards, a memory page).
 """
 
+import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -187,9 +188,10 @@ def totals_by_source(memory_ids: MemoryIds) -> dict[str, int]:
         sql, params = union.query.sql_with_params() if union is not None else ("", ())
         compiled = (sql, tuple(params), tuple(others))
         if key is not None:
-            if len(_TOTALS_SQL) >= TOTALS_SQL_KEPT:
-                _TOTALS_SQL.pop(next(iter(_TOTALS_SQL)))
-            _TOTALS_SQL[key] = compiled
+            with _TOTALS_SQL_LOCK:  # requests served by threads share it
+                if len(_TOTALS_SQL) >= TOTALS_SQL_KEPT:
+                    _TOTALS_SQL.pop(next(iter(_TOTALS_SQL)))
+                _TOTALS_SQL[key] = compiled
     else:
         for source in compiled[2]:  # sources that count in Python are asked every time
             counts = source.counts(memory_ids)
@@ -204,6 +206,7 @@ def totals_by_source(memory_ids: MemoryIds) -> dict[str, int]:
 
 TOTALS_SQL_KEPT = 512
 _TOTALS_SQL: dict[tuple, tuple] = {}
+_TOTALS_SQL_LOCK = threading.Lock()
 
 
 def _totals_key(memory_ids: MemoryIds, sources: list[ReviewSource]) -> tuple | None:

@@ -48,3 +48,19 @@ def test_a_lesson_expiring_tomorrow_is_counted_from_tomorrow(memory):
     assert totals_by_source(EVERY_MEMORY) == {}
     with time_machine.travel(timezone.now() + timedelta(days=1)):
         assert totals_by_source(EVERY_MEMORY) == {"expired": 1}
+
+
+def test_the_kept_sql_is_bounded_and_an_evicted_scope_is_compiled_again(team_memory, monkeypatch):
+    from memory import review_queue
+
+    monkeypatch.setattr(review_queue, "TOTALS_SQL_KEPT", 2)
+    monkeypatch.setattr(review_queue, "_TOTALS_SQL", {})
+    memories = [team_memory(label) for label in ("red", "blue", "green")]
+    leads = [_lead_of(memory, f"{memory.project.slug}-lead") for memory in memories]
+    yesterday = timezone.localdate() - timedelta(days=1)
+    for memory in memories:
+        _expiring(memory, f"Temporary rule of {memory.project.name}.", on=yesterday)
+    for _ in range(2):
+        for lead in leads:
+            assert totals_by_source(visible_memory_ids(lead)) == {"expired": 1}
+            assert len(review_queue._TOTALS_SQL) <= 2
