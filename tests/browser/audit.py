@@ -62,8 +62,15 @@ class PageWatch:
         self.problems = []
         page.on("console", lambda msg: msg.type == "error" and self.problems.append(f"console: {msg.text}"))
         page.on("pageerror", lambda exc: self.problems.append(f"uncaught: {exc}"))
-        page.on("requestfailed", lambda req: self.problems.append(f"failed request: {req.url} {req.failure}"))
+        page.on("requestfailed", self._failed)
         page.on("response", lambda resp: resp.status >= 400 and self.problems.append(f"HTTP {resp.status}: {resp.url}"))
+
+    def _failed(self, request):
+        # Chromium asks for the favicon after a page has loaded, and cancels the request when the test
+        # moves on to the next page first: an aborted favicon says nothing about the page.
+        if request.url.endswith("/favicon.svg") and "ERR_ABORTED" in (request.failure or ""):
+            return
+        self.problems.append(f"failed request: {request.url} {request.failure}")
 
     def take(self):
         problems, self.problems = self.problems, []
