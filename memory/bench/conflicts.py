@@ -313,24 +313,3 @@ def bench_conflicts(bench):
         f"incremental pass, {batch} new lessons into 1 of {MEMORIES_ACROSS} memories (wall)", step["wall"], unit="s"
     )
     return {"full": {n: {k: v for k, v in f.items() if k != "stored"} for n, f in figures.items()}, "growth": growth}
-
-
-def _standalone():
-    import os
-    import tempfile
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "nightwatch.settings")
-    if not os.environ.get("DATABASE_URL"):
-        os.environ["SQLITE_PATH"] = os.path.join(tempfile.mkdtemp(prefix="nw-bench-"), "bench.sqlite3")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    call_command("bench", "--only", "conflicts")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_standalone())
