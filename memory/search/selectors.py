@@ -19,7 +19,8 @@ from memory.access import scope
 from memory.models import Lesson, LessonRef, LessonStatus, Memory
 from memory.search import index
 from memory.search.highlight import highlight
-from memory.search.terms import Query, fts5_match, parse, pg_prefix_tsquery
+from memory.search.prefixes import widespread
+from memory.search.terms import Query, fts5_match, parse, pg_prefix_tsquery, prefix_words
 from personas.models import Persona, Project, Team
 
 PAGE_SIZE = 20
@@ -103,7 +104,7 @@ def _pg_tsquery(query: Query) -> tuple[str, list[str]]:
     a | (b & !c)), so what a relaxed query excludes is taken from the whole: (readings && !!excluded)."""
     text = [_pg_text(query.text)] * len(index.PG_CONFIGS)
     if not query.any_term:
-        return index.PG_TSQUERY, [*text, pg_prefix_tsquery(query)]
+        return index.PG_TSQUERY, [*text, pg_prefix_tsquery(query, whole=widespread(prefix_words(query)))]
     if not query.negated_text:
         return index.PG_READINGS, text
     excluded = [_pg_text(query.negated_text)] * len(index.PG_CONFIGS)

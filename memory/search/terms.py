@@ -241,22 +241,30 @@ def fts5_match(query: Query) -> str:
 # --- PostgreSQL ------------------------------------------------------------------------------------
 
 
-def _pg_one(term: Term) -> str:
+def _pg_one(term: Term, whole: frozenset[str]) -> str:
     if term.phrase or term.code or len(term.words) > 1:
         return "(" + " <-> ".join(f"'{w}'" for w in term.words) + ")"
     word = term.words[0]
-    return f"'{word}':*" if len(word) >= PREFIX_MIN else f"'{word}'"
+    return f"'{word}':*" if len(word) >= PREFIX_MIN and word not in whole else f"'{word}'"
 
 
-def pg_prefix_tsquery(query: Query) -> str:
+def prefix_words(query: Query) -> list[str]:
+    """The words pg_prefix_tsquery would ask for as prefixes."""
+    single = [t for term in query.terms for t in [term, *term.alternatives] if not (t.phrase or t.code)]
+    return [t.words[0] for t in single if len(t.words) == 1 and len(t.words[0]) >= PREFIX_MIN]
+
+
+def pg_prefix_tsquery(query: Query, *, whole: frozenset[str] = frozenset()) -> str:
     """A to_tsquery('simple', ...) text of the query with longer words as prefixes ("" when none).
 
     Or-ed with websearch_to_tsquery's readings, it finds compounds and longer forms ("docker" in
-    "Dockerfile") that no stemmer relates. Words hold only letters, digits and `_`: safe to quote."""
+    "Dockerfile") that no stemmer relates. The words in `whole` are asked for as written only (too
+    widespread to gather as prefixes: memory/search/prefixes.py). Words hold only letters, digits
+    and `_`: safe to quote."""
     positive: list[str] = []
     negative: list[str] = []
     for term in query.terms:
-        group = [_pg_one(t) for t in [term, *term.alternatives]]
+        group = [_pg_one(t, whole) for t in [term, *term.alternatives]]
         expr = group[0] if len(group) == 1 else "(" + " | ".join(group) + ")"
         (negative if term.negated else positive).append(expr)
     if not positive:

@@ -1,0 +1,70 @@
+"""A query word matches longer words as a prefix unless it is too widespread (memory/search/prefixes.py)."""
+
+import pytest
+from django.core.cache import caches
+from django.db import connection
+from django.urls import reverse
+
+from memory.search import prefixes
+from memory.search.terms import parse, pg_prefix_tsquery, prefix_words
+from tests.factories import make_lesson
+
+pytestmark = pytest.mark.django_db
+URL = reverse("search")
+
+
+def texts(response):
+    return [hit.lesson.text for hit in response.context["results"].hits]
+
+
+def analyse():
+    """What ANALYZE tells the planner (and prefixes.py) about the lessons, read afresh."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE memory_lesson")
+    caches["local"].clear()
+
+
+def test_the_words_a_query_asks_for_as_prefixes():
+    query = parse('docker "exact phrase" src/app.py dockerfile or compose ci')
+    assert prefix_words(query) == ["docker", "dockerfile", "compose"]  # "ci" is shorter than PREFIX_MIN
+    assert pg_prefix_tsquery(query) == (
+        "'docker':* & ('exact' <-> 'phrase') & ('src' <-> 'app' <-> 'py') & ('dockerfile':* | 'compose':*) & 'ci'"
+    )
+    assert pg_prefix_tsquery(query, whole=frozenset({"docker", "compose"})) == (
+        "'docker' & ('exact' <-> 'phrase') & ('src' <-> 'app' <-> 'py') & ('dockerfile':* | 'compose') & 'ci'"
+    )
+
+
+def test_a_longer_word_is_found_until_the_word_fills_too_many_lessons(client, two_teams, monkeypatch):
+    red = two_teams["red"]
+    client.force_login(red["lead"])
+    make_lesson(red["memory"], "The Dockerfile pins the base image by digest")
+    make_lesson(red["memory"], "Docker layers are cached between builds")
+    analyse()
+    assert set(texts(client.get(URL, {"q": "docker"}))) == {
+        "The Dockerfile pins the base image by digest",
+        "Docker layers are cached between builds",
+    }
+    for i in range(12):
+        make_lesson(red["memory"], f"Docker build {i} runs as a non-root user")
+    analyse()
+    monkeypatch.setattr(prefixes, "PREFIX_MAX_LESSONS", 5)
+    found = texts(client.get(URL, {"q": "docker"}))
+    assert "Docker layers are cached between builds" in found
+    if connection.vendor == "postgresql":
+        # Thirteen lessons say "docker": a prefix would gather every word starting with it, so the
+        # word matches as written and by its forms, and "Dockerfile" alone no longer does.
+        assert "The Dockerfile pins the base image by digest" not in found
+        assert prefixes.widespread(["docker", "digest", "imag"]) == {"docker"}
+    else:
+        # SQLite's index finds a prefix without gathering every lesson first: it keeps them all.
+        assert "The Dockerfile pins the base image by digest" in found
+        assert prefixes.widespread(["docker"]) == frozenset()
+
+
+def test_a_store_never_analysed_keeps_every_prefix(client, two_teams):
+    red = two_teams["red"]
+    client.force_login(red["lead"])
+    make_lesson(red["memory"], "The Dockerfile pins the base image by digest")
+    assert texts(client.get(URL, {"q": "docker"})) == ["The Dockerfile pins the base image by digest"]
