@@ -38,7 +38,15 @@ SQLITE_TRIGGERS = [
 SQLITE_FILL = "INSERT INTO memory_lesson_search(rowid, text, stems) SELECT id, text, nw_stems(text) FROM memory_lesson"
 SQLITE_EMPTY = "INSERT INTO memory_lesson_search(memory_lesson_search) VALUES ('delete-all')"
 SQLITE_OPTIMIZE = "INSERT INTO memory_lesson_search(memory_lesson_search) VALUES ('optimize')"
-SQLITE_DROP = [*(f"DROP TRIGGER IF EXISTS {name}" for name in TRIGGERS), f"DROP TABLE IF EXISTS {FTS_TABLE}"]
+# How many lessons hold each word of the text column, read by memory/search/prefixes.py (FTS5 counts
+# a word's lessons by walking its list: a few milliseconds for a word in a tenth of a million).
+VOCABULARY_TABLE = "memory_lesson_search_vocabulary"
+SQLITE_VOCABULARY = f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCABULARY_TABLE} USING fts5vocab({FTS_TABLE}, col)"
+SQLITE_DROP = [
+    *(f"DROP TRIGGER IF EXISTS {name}" for name in TRIGGERS),
+    f"DROP TABLE IF EXISTS {VOCABULARY_TABLE}",
+    f"DROP TABLE IF EXISTS {FTS_TABLE}",
+]
 
 PG_CONFIGS = ("simple", "english", "german", "spanish")
 # `<` and `>` become spaces first: PostgreSQL's parser drops anything shaped like an XML tag
@@ -116,6 +124,9 @@ def ensure_index() -> bool:
         cursor.execute("SELECT count(*) FROM sqlite_master WHERE name = 'memory_lessonref'")
         if cursor.fetchone()[0]:  # a rebuild of either table drops its index too
             create_prefix_indexes(cursor, "sqlite")
+        cursor.execute("SELECT count(*) FROM sqlite_master WHERE name = %s", [FTS_TABLE])
+        if cursor.fetchone()[0]:
+            cursor.execute(SQLITE_VOCABULARY)
         if not sqlite_triggers_missing(cursor):
             return False
     rebuild()
@@ -127,6 +138,7 @@ def rebuild() -> int:
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":
             cursor.execute(SQLITE_TABLE)
+            cursor.execute(SQLITE_VOCABULARY)
             for sql in SQLITE_TRIGGERS:
                 cursor.execute(sql)
             cursor.execute(SQLITE_EMPTY)

@@ -1,15 +1,20 @@
-"""Which query words are too widespread to match as the start of longer words (PostgreSQL).
+"""Which query words are too widespread to match as the start of longer words.
 
 A strict query also matches its longer words as prefixes ("docker" finds "Dockerfile"): see
-terms.pg_prefix_tsquery. The GIN index answers a prefix by gathering every lesson holding any word
-that starts with it, before the other words narrow anything: at a million lessons, "test" gathers
-over a hundred thousand and costs about 100 ms where the word alone costs 10. A word whose words
-fill more than PREFIX_MAX_LESSONS lessons is therefore matched as written and by its readings in
-each language, not as a prefix: its own forms already match thousands of lessons, and the stems
-find its inflections. Which words those are comes from the statistics ANALYZE keeps of the index
-column (its most common lexemes and their share of rows, in pg_stats), read at most once every
-STATISTICS_SECONDS by each process. A store too small for any word to reach the line (or not
-analysed yet) keeps every prefix.
+terms.fts5_match and terms.pg_prefix_tsquery. An index answers a prefix by gathering every lesson
+holding any word that starts with it, before the other words narrow anything: at a million lessons,
+"test" gathers over a hundred thousand, and the PostgreSQL GIN index took about 100 ms for it where
+the word alone takes 10 (SQLite's bm25 also weighs the prefix as a term of its own, walking it once
+more). A word whose words fill more than PREFIX_MAX_LESSONS lessons is therefore matched as written
+and by its stems in each language, not as a prefix: its own forms already match thousands of
+lessons. A store too small for any word to reach the line keeps every prefix.
+
+How many lessons hold the words starting with a word:
+- PostgreSQL: the statistics ANALYZE keeps of the index column (its most common lexemes and their
+  share of rows, in pg_stats), read at most once every STATISTICS_SECONDS by each process (a store
+  not analysed yet keeps every prefix);
+- SQLite: the index itself, through its fts5vocab table (one query a search, a few milliseconds for
+  the most common words).
 """
 
 from bisect import bisect_left
@@ -18,6 +23,7 @@ from django.core.cache import caches
 from django.db import connection
 
 from memory.models import Lesson
+from memory.search import index
 
 PREFIX_MAX_LESSONS = 5_000
 STATISTICS_SECONDS = 600
@@ -32,8 +38,12 @@ _STATISTICS = """
 
 
 def widespread(words: list[str]) -> frozenset[str]:
-    """Of `words`, those that start words in more than PREFIX_MAX_LESSONS lessons (none but on PostgreSQL)."""
-    if connection.vendor != "postgresql" or not words:
+    """Of `words`, those that start words in more than PREFIX_MAX_LESSONS lessons."""
+    if not words:
+        return frozenset()
+    if connection.vendor == "sqlite":
+        return _sqlite_widespread(sorted(set(words)))
+    if connection.vendor != "postgresql":
         return frozenset()
     lexemes, lessons = _statistics()
     found = set()
@@ -63,3 +73,16 @@ def _statistics() -> tuple[tuple[tuple[str, float], ...], float]:
         kept = (tuple(sorted(zip(elems or [], freqs or []))), max(float(lessons or 0), 0.0))
         local.set(key, kept, STATISTICS_SECONDS)
     return kept
+
+
+def _sqlite_widespread(words: list[str]) -> frozenset[str]:
+    """The index's own counts: lessons holding each word starting with the word in the text column
+    (a lesson holding two such words counts twice: an upper bound, as on PostgreSQL)."""
+    count = (
+        f"(SELECT coalesce(sum(doc), 0) FROM {index.VOCABULARY_TABLE} WHERE col = 'text' AND term >= %s AND term < %s)"
+    )
+    params = [bound for word in words for bound in (word, word + "\U0010ffff")]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join([count] * len(words)), params)
+        counts = cursor.fetchone()
+    return frozenset(word for word, n in zip(words, counts) if n > PREFIX_MAX_LESSONS)

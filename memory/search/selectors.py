@@ -68,7 +68,7 @@ def matching(lessons: QuerySet[Lesson], query: Query) -> QuerySet[Lesson]:
     if not query:
         return lessons
     if connection.vendor == "sqlite":
-        expr = fts5_match(query)
+        expr = fts5_match(query, whole=widespread(prefix_words(query)))
         lessons = lessons.extra(
             tables=[index.FTS_TABLE],
             where=[f"{index.FTS_TABLE}.rowid = memory_lesson.id", f"{index.FTS_TABLE} MATCH %s"],

@@ -210,24 +210,39 @@ def _quote(word: str) -> str:
     return '"' + word.replace('"', '""') + '"'
 
 
-def _fts_one(term: Term, *, as_prefix: bool = True) -> str:
+def prefix_words(query: Query) -> list[str]:
+    """The words a strict query asks for as prefixes (none for a relaxed one)."""
+    if query.any_term:
+        return []
+    single = [t for term in query.terms for t in [term, *term.alternatives] if not (t.phrase or t.code)]
+    return [t.words[0] for t in single if len(t.words) == 1 and len(t.words[0]) >= PREFIX_MIN]
+
+
+def _fts_one(term: Term, *, as_prefix: bool = True, whole: frozenset[str] = frozenset()) -> str:
     if term.phrase or term.code or len(term.words) > 1:
         return "text : " + _quote(" ".join(term.words))
     word = term.words[0]
-    forms = " OR ".join(_quote(s) for s in word_stems(word))
+    stems = word_stems(word)
+    forms = " OR ".join(_quote(s) for s in stems)
+    if word in whole and word in stems:
+        # Too widespread for a prefix (memory/search/prefixes.py): the word as written is one of its
+        # forms, which both columns are searched for; asking the text column again would only make
+        # bm25 walk the word's long list once more.
+        return f"({{text stems}} : ({forms}))"
     # A longer word also matches as the start of a word: "docker" finds "Dockerfile", "Datenbank"
     # the German compound "Datenbankverbindungen". Not in a relaxed query (as on PostgreSQL: see
     # selectors._pg_tsquery), whose every match is ranked.
-    prefix = "*" if as_prefix and len(word) >= PREFIX_MIN else ""
+    prefix = "*" if as_prefix and len(word) >= PREFIX_MIN and word not in whole else ""
     return f"(text : {_quote(word)}{prefix} OR {{text stems}} : ({forms}))"
 
 
-def fts5_match(query: Query) -> str:
-    """The FTS5 MATCH expression of a query ("" when nothing is asked for)."""
+def fts5_match(query: Query, *, whole: frozenset[str] = frozenset()) -> str:
+    """The FTS5 MATCH expression of a query ("" when nothing is asked for); the words in `whole`
+    are not asked for as prefixes (too widespread: memory/search/prefixes.py)."""
     positive: list[str] = []
     negative: list[str] = []
     for term in query.terms:
-        group = [_fts_one(t, as_prefix=not query.any_term) for t in [term, *term.alternatives]]
+        group = [_fts_one(t, as_prefix=not query.any_term, whole=whole) for t in [term, *term.alternatives]]
         expr = group[0] if len(group) == 1 else "(" + " OR ".join(group) + ")"
         (negative if term.negated else positive).append(expr)
     if not positive:
@@ -246,12 +261,6 @@ def _pg_one(term: Term, whole: frozenset[str]) -> str:
         return "(" + " <-> ".join(f"'{w}'" for w in term.words) + ")"
     word = term.words[0]
     return f"'{word}':*" if len(word) >= PREFIX_MIN and word not in whole else f"'{word}'"
-
-
-def prefix_words(query: Query) -> list[str]:
-    """The words pg_prefix_tsquery would ask for as prefixes."""
-    single = [t for term in query.terms for t in [term, *term.alternatives] if not (t.phrase or t.code)]
-    return [t.words[0] for t in single if len(t.words) == 1 and len(t.words[0]) >= PREFIX_MIN]
 
 
 def pg_prefix_tsquery(query: Query, *, whole: frozenset[str] = frozenset()) -> str:
