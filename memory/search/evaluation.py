@@ -66,8 +66,11 @@ def _seed(corpus: dict[str, Any]) -> tuple[Any, dict[int, str]]:
     return memory, {pk: item["key"] for pk, item in zip(ids, corpus["lessons"], strict=True)}
 
 
-def evaluate(path: Path = CORPUS, *, queries: Path | None = None, via: str = "web") -> Outcome:
-    """The outcome of the queries of `queries` (default: the corpus's own) over the corpus's lessons."""
+def evaluate(
+    path: Path = CORPUS, *, queries: Path | None = None, via: str = "web", among_everything: bool = False
+) -> Outcome:
+    """The outcome of the queries of `queries` (default: the corpus's own) over the corpus's lessons:
+    within their project, or `among_everything` in the database (a lesson not the corpus's is "other")."""
     from django.contrib.auth import get_user_model
 
     from memory.models import Lesson
@@ -82,12 +85,13 @@ def evaluate(path: Path = CORPUS, *, queries: Path | None = None, via: str = "we
             lead = get_user_model().objects.create(username="search-evaluation", is_superuser=True)
             for item in asked:
                 if via == "web":
-                    results = search(lead, item["q"], Filters(project=memory.project_id))
+                    filters = Filters() if among_everything else Filters(project=memory.project_id)
+                    results = search(lead, item["q"], filters)
                     ids = [hit.lesson.pk for hit in results.hits]
                 else:
                     lessons = ranked_for_memory(Lesson.objects.filter(memory=memory), item["q"])
                     ids = list(lessons.values_list("pk", flat=True)[:TOP])
-                top = [keys[pk] for pk in ids[:TOP]]
+                top = [keys.get(pk, "other") for pk in ids[:TOP]]
                 outcome.queries += 1
                 if set(item["expect"]) <= set(top):
                     outcome.hits += 1

@@ -7,7 +7,7 @@ generated tsvector); see memory/search/index.py for how the index is kept.
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
@@ -68,7 +68,7 @@ def matching(lessons: QuerySet[Lesson], query: Query) -> QuerySet[Lesson]:
     if not query:
         return lessons
     if connection.vendor == "sqlite":
-        expr = fts5_match(query, whole=widespread(prefix_words(query)))
+        expr = fts5_match(settled(query))
         lessons = lessons.extra(
             tables=[index.FTS_TABLE],
             where=[f"{index.FTS_TABLE}.rowid = memory_lesson.id", f"{index.FTS_TABLE} MATCH %s"],
@@ -95,6 +95,21 @@ def ranked(lessons: QuerySet[Lesson], query: Query) -> QuerySet[Lesson]:
     return lessons.extra(select={"search_rank": rank}, select_params=params, order_by=["search_rank", "-id"])
 
 
+def settled(query: Query) -> Query:
+    """The query with the words too widespread to ask for as prefixes settled (memory/search/prefixes.py):
+    once, however many statements then read it."""
+    if query.whole is not None:
+        return query
+    return replace(query, whole=widespread(prefix_words(query)))
+
+
+def every_prefix(query: Query) -> Query | None:
+    """The query asking for every word's longer words after all, when it left some out (None if not):
+    what a search asks when the narrower one finds nothing ("Datenbank" for a lesson holding only
+    "Datenbankverbindungen", in a store where "datenbank" starts words in thousands of lessons)."""
+    return replace(query, whole=frozenset()) if settled(query).whole else None
+
+
 def _pg_tsquery(query: Query) -> tuple[str, list[str]]:
     """The query's tsquery expression and its parameters.
 
@@ -104,7 +119,7 @@ def _pg_tsquery(query: Query) -> tuple[str, list[str]]:
     a | (b & !c)), so what a relaxed query excludes is taken from the whole: (readings && !!excluded)."""
     text = [_pg_text(query.text)] * len(index.PG_CONFIGS)
     if not query.any_term:
-        return index.PG_TSQUERY, [*text, pg_prefix_tsquery(query, whole=widespread(prefix_words(query)))]
+        return index.PG_TSQUERY, [*text, pg_prefix_tsquery(settled(query))]
     if not query.negated_text:
         return index.PG_READINGS, text
     excluded = [_pg_text(query.negated_text)] * len(index.PG_CONFIGS)
@@ -156,15 +171,21 @@ def search(user: Any, q: str, filters: Filters, *, page: int = 1) -> Results:
     Three queries (plus, once per request, the user's memberships for the scope): the summary, which
     finds the matching lessons once (a materialised CTE) and reads from that set the count, the counts
     per team and per persona and the page's ids in rank order; the page's lessons; their refs. When
-    no lesson holds every term, the summary is asked once more of the relaxed query: four queries."""
+    no lesson holds every term, the summary is asked once more of the relaxed query: four queries.
+    (And first, if the query left a widespread word's longer words out, once more with them.)"""
     query = parse(q)
     results = Results(query)
     if (query.text and not query) or (not query.text and not any_filter(filters)):
         return results  # only operators or exclusions, or nothing asked at all
     visible = filtered(scope(Lesson.objects.all(), user), filters)
     offset = (page - 1) * PAGE_SIZE
+    query = settled(query)
     ids, teams, personas = _summary(matching(visible, query), query, offset=offset)
     results.count = sum(n for _, _, n in teams)
+    if not results.count and (wider := every_prefix(query)) is not None:
+        query = wider
+        ids, teams, personas = _summary(matching(visible, query), query, offset=offset)
+        results.count = sum(n for _, _, n in teams)
     if not results.count and (relaxed := query.relaxed()) is not None:
         # No lesson holds every term: the lessons holding some of them, those with the most first.
         # Every lesson holding any term is ranked, so common words over a large store are given a
@@ -270,4 +291,7 @@ def ranked_for_memory(lessons: QuerySet[Lesson], words: str) -> QuerySet[Lesson]
     query = parse(words)
     if not query:
         return lessons.none()  # only operators or exclusions: nothing to look for
+    query = settled(query)
+    if (wider := every_prefix(query)) is not None and not matching(lessons, query).exists():
+        query = wider  # as search() does: a widespread word's longer words, when nothing holds the word
     return ranked(matching(lessons, query), query)

@@ -113,6 +113,9 @@ class Query:
     text: str  # the cleaned query, for PostgreSQL's own parser
     # Relaxed (see relaxed()): a lesson holding any one of the terms matches, not only one holding all.
     any_term: bool = False
+    # Words asked for as written only, not as prefixes (too widespread: memory/search/prefixes.py);
+    # None until the search settles them (selectors.settled).
+    whole: frozenset[str] | None = None
 
     @property
     def positive_words(self) -> list[str]:
@@ -218,7 +221,7 @@ def prefix_words(query: Query) -> list[str]:
     return [t.words[0] for t in single if len(t.words) == 1 and len(t.words[0]) >= PREFIX_MIN]
 
 
-def _fts_one(term: Term, *, as_prefix: bool = True, whole: frozenset[str] = frozenset()) -> str:
+def _fts_one(term: Term, *, as_prefix: bool, whole: frozenset[str]) -> str:
     if term.phrase or term.code or len(term.words) > 1:
         return "text : " + _quote(" ".join(term.words))
     word = term.words[0]
@@ -236,11 +239,11 @@ def _fts_one(term: Term, *, as_prefix: bool = True, whole: frozenset[str] = froz
     return f"(text : {_quote(word)}{prefix} OR {{text stems}} : ({forms}))"
 
 
-def fts5_match(query: Query, *, whole: frozenset[str] = frozenset()) -> str:
-    """The FTS5 MATCH expression of a query ("" when nothing is asked for); the words in `whole`
-    are not asked for as prefixes (too widespread: memory/search/prefixes.py)."""
+def fts5_match(query: Query) -> str:
+    """The FTS5 MATCH expression of a query ("" when nothing is asked for)."""
     positive: list[str] = []
     negative: list[str] = []
+    whole = query.whole or frozenset()
     for term in query.terms:
         group = [_fts_one(t, as_prefix=not query.any_term, whole=whole) for t in [term, *term.alternatives]]
         expr = group[0] if len(group) == 1 else "(" + " OR ".join(group) + ")"
@@ -263,15 +266,15 @@ def _pg_one(term: Term, whole: frozenset[str]) -> str:
     return f"'{word}':*" if len(word) >= PREFIX_MIN and word not in whole else f"'{word}'"
 
 
-def pg_prefix_tsquery(query: Query, *, whole: frozenset[str] = frozenset()) -> str:
+def pg_prefix_tsquery(query: Query) -> str:
     """A to_tsquery('simple', ...) text of the query with longer words as prefixes ("" when none).
 
     Or-ed with websearch_to_tsquery's readings, it finds compounds and longer forms ("docker" in
-    "Dockerfile") that no stemmer relates. The words in `whole` are asked for as written only (too
-    widespread to gather as prefixes: memory/search/prefixes.py). Words hold only letters, digits
-    and `_`: safe to quote."""
+    "Dockerfile") that no stemmer relates, except the query's `whole` words (too widespread to gather
+    as prefixes: memory/search/prefixes.py). Words hold only letters, digits and `_`: safe to quote."""
     positive: list[str] = []
     negative: list[str] = []
+    whole = query.whole or frozenset()
     for term in query.terms:
         group = [_pg_one(t, whole) for t in [term, *term.alternatives]]
         expr = group[0] if len(group) == 1 else "(" + " | ".join(group) + ")"

@@ -1,5 +1,7 @@
 """A query word matches longer words as a prefix unless it is too widespread (memory/search/prefixes.py)."""
 
+from dataclasses import replace
+
 import pytest
 from django.core.cache import caches
 from django.db import connection
@@ -33,7 +35,7 @@ def test_the_words_a_query_asks_for_as_prefixes():
     assert pg_prefix_tsquery(query) == (
         "'docker':* & ('exact' <-> 'phrase') & ('src' <-> 'app' <-> 'py') & ('dockerfile':* | 'compose':*) & 'ci'"
     )
-    assert pg_prefix_tsquery(query, whole=frozenset({"docker", "compose"})) == (
+    assert pg_prefix_tsquery(replace(query, whole=frozenset({"docker", "compose"}))) == (
         "'docker' & ('exact' <-> 'phrase') & ('src' <-> 'app' <-> 'py') & ('dockerfile':* | 'compose') & 'ci'"
     )
 
@@ -73,3 +75,21 @@ def test_a_store_never_analysed_keeps_every_prefix(client, two_teams):
     client.force_login(red["lead"])
     make_lesson(red["memory"], "The Dockerfile pins the base image by digest")
     assert texts(client.get(URL, {"q": "docker"})) == ["The Dockerfile pins the base image by digest"]
+
+
+def test_when_nothing_holds_a_widespread_word_its_longer_words_are_asked_for_after_all(client, two_teams, monkeypatch):
+    red = two_teams["red"]
+    blue = two_teams["blue"]
+    client.force_login(red["lead"])
+    # "docker" is widespread in blue's memories; red's only lesson about it says "Dockerfile".
+    make_lesson(red["memory"], "The Dockerfile pins the base image by digest")
+    for i in range(12):
+        make_lesson(blue["memory"], f"Docker build {i} runs as a non-root user")
+    analyse()
+    monkeypatch.setattr(prefixes, "PREFIX_MAX_LESSONS", 5)
+    assert prefixes.widespread(["docker"]) == {"docker"}
+    response = client.get(URL, {"q": "docker"})
+    assert texts(response) == ["The Dockerfile pins the base image by digest"]
+    assert not response.context["results"].relaxed  # every word is held, as the start of a longer one
+    agents = ranked_for_memory(Lesson.objects.filter(memory=red["memory"]), "docker pins")
+    assert [lesson.text for lesson in agents] == ["The Dockerfile pins the base image by digest"]

@@ -1,11 +1,12 @@
 """Relevance on the labelled corpus (memory/search/corpus/lessons.json), on the database under test."""
 
+import json
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
 
-from memory.search.evaluation import HELDOUT_QUESTIONS, LEAD_QUESTIONS, evaluate
+from memory.search.evaluation import CORPUS, HELDOUT_QUESTIONS, LEAD_QUESTIONS, evaluate
 
 pytestmark = pytest.mark.django_db
 
@@ -30,3 +31,23 @@ def test_eval_search_prints_the_figure():
     out = StringIO()
     call_command("eval_search", stdout=out)
     assert "search relevance" in out.getvalue() and "top 5" in out.getvalue()
+
+
+def test_among_everything_the_corpus_competes_with_the_other_lessons_of_the_store():
+    from tests.factories import MemoryFactory, make_lesson
+
+    # Five lessons elsewhere that say what a corpus lesson says, twice over.
+    corpus = json.loads(CORPUS.read_text())
+    text = next(item["text"] for item in corpus["lessons"] if item["key"] == "de-tests")
+    memory = MemoryFactory()
+    for i in range(5):
+        make_lesson(memory, f"{text} {text} ({i})")
+    out = StringIO()
+    call_command("eval_search", "--among-everything", stdout=out)
+    text = out.getvalue()
+    assert (
+        "miss (corpus queries, web): 'Zeitzone Test' expected ['de-tests'], top 5: ['other', 'other', 'other', 'other', 'other']"
+        in text
+    )
+    assert "(sqlite" in text or "(postgresql" in text
+    assert "among every lesson" in text and "agents" not in text
