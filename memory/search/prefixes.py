@@ -77,11 +77,18 @@ def _statistics() -> tuple[tuple[tuple[str, float], ...], float]:
 
 def _sqlite_widespread(words: list[str]) -> frozenset[str]:
     """The index's own counts: lessons holding each word starting with the word in the text column
-    (a lesson holding two such words counts twice: an upper bound, as on PostgreSQL)."""
+    (a lesson holding two such words counts twice: an upper bound, as on PostgreSQL). The word as
+    written is tried first, reading no further than the line (under a millisecond): the sum over the
+    words starting with it walks every one of their lists (5 ms for "test" at a million lessons)."""
+    line = PREFIX_MAX_LESSONS + 1
     count = (
-        f"(SELECT coalesce(sum(doc), 0) FROM {index.VOCABULARY_TABLE} WHERE col = 'text' AND term >= %s AND term < %s)"
+        f"CASE WHEN (SELECT count(*) FROM (SELECT 1 FROM {index.FTS_TABLE} WHERE {index.FTS_TABLE} MATCH %s"
+        f" LIMIT {line})) = {line} THEN {line}"
+        f" ELSE (SELECT coalesce(sum(doc), 0) FROM {index.VOCABULARY_TABLE}"
+        " WHERE col = 'text' AND term >= %s AND term < %s) END"
     )
-    params = [bound for word in words for bound in (word, word + "\U0010ffff")]
+    quoted = ['"' + word.replace('"', '""') + '"' for word in words]  # words hold letters, digits, `_`: kept safe
+    params = [value for word, q in zip(words, quoted) for value in (f"text : {q}", word, word + "\U0010ffff")]
     with connection.cursor() as cursor:
         cursor.execute("SELECT " + ", ".join([count] * len(words)), params)
         counts = cursor.fetchone()

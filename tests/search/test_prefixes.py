@@ -60,6 +60,8 @@ def test_a_longer_word_is_found_until_the_word_fills_too_many_lessons(client, tw
     assert "Docker layers are cached between builds" in found and len(found) == 13
     assert "The Dockerfile pins the base image by digest" not in found
     assert prefixes.widespread(["docker", "digest", "imag"]) == {"docker"}
+    # A rare word that starts a widespread one is widespread too: its prefix gathers them all.
+    assert prefixes.widespread(["dock", "dockerfile"]) == {"dock"}
     # Its forms still match: a plural the stemmers relate, on both databases.
     make_lesson(red["memory"], "Dockers of the staging fleet restart at night")
     analyse()
