@@ -71,12 +71,20 @@ def test_a_longer_word_is_found_until_the_word_fills_too_many_lessons(client, tw
     assert len(agents) == 14 and "The Dockerfile pins the base image by digest" not in agents
 
 
-def test_a_store_never_analysed_keeps_every_prefix(client, two_teams):
-    # PostgreSQL knows nothing of the words until ANALYZE; SQLite counts them in its index.
+def test_postgresql_keeps_every_prefix_until_analyze_and_sqlite_counts_at_once(client, two_teams, monkeypatch):
     red = two_teams["red"]
     client.force_login(red["lead"])
     make_lesson(red["memory"], "The Dockerfile pins the base image by digest")
-    assert texts(client.get(URL, {"q": "docker"})) == ["The Dockerfile pins the base image by digest"]
+    for i in range(12):
+        make_lesson(red["memory"], f"Docker build {i} runs as a non-root user")
+    monkeypatch.setattr(prefixes, "PREFIX_MAX_LESSONS", 5)
+    caches["local"].clear()
+    found = texts(client.get(URL, {"q": "docker"}))
+    # PostgreSQL knows which words are widespread only from ANALYZE's statistics, which these
+    # lessons are not in yet; SQLite reads its index, which holds them as soon as they are written.
+    unanalysed = connection.vendor == "postgresql"
+    assert ("The Dockerfile pins the base image by digest" in found) == unanalysed
+    assert len(found) == (13 if unanalysed else 12)
 
 
 def test_when_nothing_holds_a_widespread_word_its_longer_words_are_asked_for_after_all(client, two_teams, monkeypatch):
