@@ -24,6 +24,7 @@ from django.db import connection
 
 from memory.models import Lesson
 from memory.search import index
+from memory.search.terms import fts5_quote
 
 PREFIX_MAX_LESSONS = 5_000
 STATISTICS_SECONDS = 600
@@ -87,8 +88,7 @@ def _sqlite_widespread(words: list[str]) -> frozenset[str]:
         f" ELSE (SELECT coalesce(sum(doc), 0) FROM {index.VOCABULARY_TABLE}"
         " WHERE col = 'text' AND term >= %s AND term < %s) END"
     )
-    quoted = ['"' + word.replace('"', '""') + '"' for word in words]  # words hold letters, digits, `_`: kept safe
-    params = [value for word, q in zip(words, quoted) for value in (f"text : {q}", word, word + "\U0010ffff")]
+    params = [value for word in words for value in (f"text : {fts5_quote(word)}", word, word + "\U0010ffff")]
     with connection.cursor() as cursor:
         cursor.execute("SELECT " + ", ".join([count] * len(words)), params)
         counts = cursor.fetchone()

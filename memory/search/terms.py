@@ -209,7 +209,7 @@ def parse(query: str) -> Query:
 # --- SQLite FTS5 ---------------------------------------------------------------------------------
 
 
-def _quote(word: str) -> str:
+def fts5_quote(word: str) -> str:
     return '"' + word.replace('"', '""') + '"'
 
 
@@ -223,10 +223,10 @@ def prefix_words(query: Query) -> list[str]:
 
 def _fts_one(term: Term, *, as_prefix: bool, whole: frozenset[str]) -> str:
     if term.phrase or term.code or len(term.words) > 1:
-        return "text : " + _quote(" ".join(term.words))
+        return "text : " + fts5_quote(" ".join(term.words))
     word = term.words[0]
     stems = word_stems(word)
-    forms = " OR ".join(_quote(s) for s in stems)
+    forms = " OR ".join(fts5_quote(s) for s in stems)
     if word in whole and word in stems:
         # Too widespread for a prefix (memory/search/prefixes.py): the word as written is one of its
         # forms, which both columns are searched for; asking the text column again would only make
@@ -236,7 +236,7 @@ def _fts_one(term: Term, *, as_prefix: bool, whole: frozenset[str]) -> str:
     # the German compound "Datenbankverbindungen". Not in a relaxed query (as on PostgreSQL: see
     # selectors._pg_tsquery), whose every match is ranked.
     prefix = "*" if as_prefix and len(word) >= PREFIX_MIN and word not in whole else ""
-    return f"(text : {_quote(word)}{prefix} OR {{text stems}} : ({forms}))"
+    return f"(text : {fts5_quote(word)}{prefix} OR {{text stems}} : ({forms}))"
 
 
 def fts5_match(query: Query) -> str:
