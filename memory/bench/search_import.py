@@ -15,6 +15,13 @@ back with the new lessons indexed, untimed. On PostgreSQL the generated column a
 dropped in a transaction around the import, rolled back afterwards (both sides alike, so the store
 stays as it was and the column need not be added back, which rewrites the table): the commit, a
 WAL flush, is left out on both sides.
+
+Where the cost goes: the same lessons' text written straight into a scratch table of its own, CPU
+per lesson (this process's and the server's), with no index, with the least index any search by
+words needs (PostgreSQL: a GIN index over the words as written, handed over ready-made, so no
+parsing at all; SQLite: FTS5 over the text alone, no stems), and with the index as shipped. The
+least index's cost over the import's own gives the lowest ratio any index kept by the writes could
+reach with this import: on PostgreSQL it is above the target before a single word is stemmed.
 """
 
 import json
@@ -130,6 +137,105 @@ def _server_cpu():
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
+# Named as written (not interpolated) in the statements that write them (tests/test_one_write_path.py).
+FLOOR_TABLE = "nw_bench_index_floor"
+FLOOR_FTS = "nw_bench_index_floor_search"
+FLOOR_ROUNDS = 3
+
+
+def _pg_lexemes(text):
+    """A tsvector's text for the words of `text` as written, each with its positions (phrases need
+    them): what any index of the words holds at least. Words are letters, digits and `_` only."""
+    from memory.search import terms
+
+    positions: dict[str, list[str]] = {}
+    for i, word in enumerate(terms.words(text), 1):
+        positions.setdefault(word, []).append(str(min(i, 16383)))
+    return " ".join(f"'{word}':{','.join(p)}" for word, p in positions.items())
+
+
+def _write_cost(texts, kind):
+    """CPU seconds per lesson to write `texts` into a scratch table with the `kind` of index (none,
+    least, shipped), rolled back; None when the server's CPU cannot be read."""
+    from memory.search import index
+
+    pg = connection.vendor == "postgresql"
+    if pg:
+        vector = {"least": "tsvector", "shipped": f"tsvector GENERATED ALWAYS AS ({index.PG_VECTOR}) STORED"}
+        create = [
+            f"CREATE TABLE {FLOOR_TABLE} (id integer PRIMARY KEY, text text"
+            + (f", v {vector[kind]})" if kind in vector else ")")
+        ]
+        if kind != "none":
+            create.append(f"CREATE INDEX {FLOOR_TABLE}_gin ON {FLOOR_TABLE} USING gin (v)")
+        lexemes = [_pg_lexemes(text) for text in texts] if kind == "least" else None
+    else:
+        columns = {"least": ("text", ""), "shipped": ("text, stems", ", nw_stems(new.text)")}
+        create = [f"CREATE TABLE {FLOOR_TABLE} (id integer PRIMARY KEY, text text)"]
+        if kind != "none":
+            names, values = columns[kind]
+            create += [
+                f"CREATE VIRTUAL TABLE {FLOOR_FTS} USING fts5({names}, content='{FLOOR_TABLE}', "
+                f"content_rowid='id', {index.SQLITE_TOKENIZE})",
+                f"CREATE TRIGGER {FLOOR_FTS}_ai AFTER INSERT ON {FLOOR_TABLE} BEGIN "
+                f"INSERT INTO nw_bench_index_floor_search(rowid, {names}) VALUES (new.id, new.text{values}); END",
+            ]
+        payload = json.dumps(texts, ensure_ascii=False)
+    spent = None
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            for sql in create:
+                cursor.execute(sql)
+            server, cpu = _server_cpu(), time.process_time()
+            if pg:
+                columns_copied = "id, text, v" if lexemes else "id, text"
+                with cursor.cursor.copy(f"COPY nw_bench_index_floor ({columns_copied}) FROM STDIN") as copy:
+                    for i, text in enumerate(texts):
+                        copy.write_row((i, text, lexemes[i]) if lexemes else (i, text))
+            else:
+                cursor.execute(
+                    "INSERT INTO nw_bench_index_floor (id, text) SELECT key, value FROM json_each(%s)", [payload]
+                )
+            server_after = _server_cpu()
+            if server is not None and server_after is not None:
+                spent = (time.process_time() - cpu + server_after - server) / len(texts)
+            raise _Rollback
+    except _Rollback:
+        return spent
+
+
+def _cost_floor(bench, without_per_lesson, lessons):
+    """Where the index's cost goes, and the lowest ratio an index kept by the writes could reach."""
+    rng, words = random.Random(0), _words()
+    texts = [_lesson(rng, words, n)[0] for n in range(lessons)]
+    kinds = ("none", "least", "shipped")
+    costs: dict[str, list[float]] = {kind: [] for kind in kinds}
+    for round_ in range(FLOOR_ROUNDS):
+        for kind in kinds if round_ % 2 == 0 else kinds[::-1]:
+            cost = _write_cost(texts, kind)
+            if cost is None:
+                bench.note("where the cost goes: not measured (the database server's CPU cannot be read from here)")
+                return
+            costs[kind].append(cost)
+    none, least, shipped = (statistics.median(costs[kind]) * 1e6 for kind in kinds)
+    pg = connection.vendor == "postgresql"
+    bench.figure(f"{lessons:,} lessons' text written alone, per lesson", none, unit="µs")
+    bench.figure(
+        "+ GIN over the words as written, ready-made" if pg else "+ FTS5 over the text alone (no stems)",
+        least - none,
+        unit="µs",
+    )
+    bench.figure(
+        "+ the index as shipped (four parses + GIN)" if pg else "+ the index as shipped (text + stems)",
+        shipped - none,
+        unit="µs",
+    )
+    bench.figure("the import's own CPU per lesson, without the index", without_per_lesson * 1e6, unit="µs")
+    bench.figure(
+        "least ratio any kept index allows (import + least)", 1 + (least - none) / (without_per_lesson * 1e6), unit="×"
+    )
+
+
 def _spread(values):
     return f"{min(values):.2f}–{max(values):.2f}"
 
@@ -227,3 +333,5 @@ def bench_search_import(bench):
         + (f"; 1-minute load {_spread(loads)}" if loads else "")
         + ("" if server_seen[0] else "; CPU of this process only (the server's could not be read)")
     )
+    if server_seen[0]:
+        _cost_floor(bench, statistics.median(cpus[False]) / n, n)

@@ -20,9 +20,10 @@ from django.db import connection
 FTS_TABLE = "memory_lesson_search"
 TRIGGERS = ("memory_lesson_search_ai", "memory_lesson_search_ad", "memory_lesson_search_au")
 
+SQLITE_TOKENIZE = "tokenize='unicode61 remove_diacritics 2'"
 SQLITE_TABLE = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5("
-    "text, stems, content='memory_lesson', content_rowid='id', tokenize='unicode61 remove_diacritics 2')"
+    f"text, stems, content='memory_lesson', content_rowid='id', {SQLITE_TOKENIZE})"
 )
 # The table is named as written (not interpolated) in the statements that write it.
 _ADD = "INSERT INTO memory_lesson_search(rowid, text, stems) VALUES (new.id, new.text, nw_stems(new.text));"

@@ -126,6 +126,11 @@ def test_search_import_benchmark_compares_imports_with_and_without_the_index(reg
     ):
         assert label in out
     assert "target ≤ 1.15 ×" in out and "5 pairs, ratio per pair wall" in out
+    # Where the cost goes: the same text written with no index, the least one, and the one shipped.
+    least = "+ GIN over the words as written, ready-made" if connection.vendor == "postgresql" else "+ FTS5 over"
+    for label in ("200 lessons' text written alone, per lesson", least, "+ the index as shipped", "least ratio"):
+        assert label in out
+    assert "nw_bench_index_floor" not in connection.introspection.table_names()  # rolled back
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":
             # The index is whole afterwards: every lesson found, those imported without it too (a
