@@ -27,6 +27,7 @@ reach with this import: on PostgreSQL it is above the target before a single wor
 import json
 import os
 import random
+import secrets
 import statistics
 import time
 from datetime import date, timedelta
@@ -250,12 +251,15 @@ def bench_search_import(bench):
     actor = Actor.system("bench")
     memories = max(1, bench.scaled(LESSONS) // PER_MEMORY)
     trees = 0
+    # Personas of their own for each run, so a rerun on the same store imports every line anew
+    # (the same names would find the last run's lines already there).
+    run = secrets.token_hex(3)
 
     def new_tree():
         nonlocal trees
         trees += 1
         root = bench.tmpdir / f"tree-{trees}"
-        lines = generate_tree(root, memories=memories, seed=trees, persona=f"Search import {trees:02d}")
+        lines = generate_tree(root, memories=memories, seed=trees, persona=f"Search import {run} {trees:02d}")
         return read_tree(root), lines
 
     def timed_import(tree, lines):
