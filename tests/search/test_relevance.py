@@ -38,10 +38,10 @@ def test_among_everything_the_corpus_competes_with_the_other_lessons_of_the_stor
 
     # Five lessons elsewhere that say what a corpus lesson says, twice over.
     corpus = json.loads(CORPUS.read_text())
-    text = next(item["text"] for item in corpus["lessons"] if item["key"] == "de-tests")
+    lesson = next(item["text"] for item in corpus["lessons"] if item["key"] == "de-tests")
     memory = MemoryFactory()
     for i in range(5):
-        make_lesson(memory, f"{text} {text} ({i})")
+        make_lesson(memory, f"{lesson} {lesson} ({i})")
     out = StringIO()
     call_command("eval_search", "--among-everything", stdout=out)
     text = out.getvalue()
